@@ -1,0 +1,247 @@
+"""Building the LLM context from a path of entries, with user transforms and projectors.
+
+The functions mirror the seed design: :func:`build_session_context` derives the state
+(thinking level, model, active tools) and turns the context entries into messages;
+:func:`default_context_entry_transform` applies the latest compaction on the path; user
+transforms run after it, in order; projectors turn ``custom`` entries into messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+from .entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionTreeEntry,
+    ThinkingLevelChangeEntry,
+)
+from .errors import SessionError
+from .messages import (
+    AgentMessage,
+    AssistantMessage,
+    create_branch_summary_message,
+    create_compaction_summary_message,
+    create_custom_message,
+)
+from .types import ContextState, ModelRef, SessionContext
+
+__all__ = [
+    "EntryProjector",
+    "EntryTransform",
+    "SessionContextBuildOptions",
+    "build_context_entries",
+    "build_session_context",
+    "default_context_entry_transform",
+    "derive_session_context_state",
+    "merge_context_build_options",
+    "session_entry_to_context_messages",
+]
+
+EntryTransform = Callable[[list[SessionTreeEntry]], list[SessionTreeEntry]]
+"""``transform(entries) -> entries``: runs after the default transform."""
+
+EntryProjector = Callable[[CustomEntry, int, list[SessionTreeEntry]], list[AgentMessage]]
+"""``projector(entry, index, entries) -> messages`` for one ``custom_type``."""
+
+
+def _empty_projectors() -> Mapping[str, EntryProjector]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContextBuildOptions:
+    """User hooks for context building.
+
+    Attributes:
+        entry_transforms: callables ``list[entry] -> list[entry]`` applied in order after
+            the default transform.
+        entry_projectors: ``custom_type`` → ``callable(entry, index, entries) -> list[message]``
+            turning ``custom`` entries into messages (``index`` is 0-based).
+
+    >>> opts = SessionContextBuildOptions(entry_projectors={"note": lambda e, i, es: []})
+    >>> sorted(opts.entry_projectors)
+    ['note']
+    """
+
+    entry_transforms: tuple[EntryTransform, ...] = ()
+    entry_projectors: Mapping[str, EntryProjector] = field(default_factory=_empty_projectors)
+
+    def __init__(
+        self,
+        entry_transforms: Iterable[EntryTransform] | None = None,
+        entry_projectors: Mapping[str, EntryProjector] | None = None,
+    ) -> None:
+        transforms = tuple(entry_transforms or ())
+        for t in transforms:
+            if not callable(t):
+                raise SessionError("invalid_argument", f"entry transform {t!r} is not callable")
+        projectors = dict(entry_projectors or {})
+        for key, p in projectors.items():
+            if not isinstance(key, str) or not callable(p):
+                raise SessionError(
+                    "invalid_argument",
+                    f"entry projector for {key!r} must map a str to a callable",
+                )
+        object.__setattr__(self, "entry_transforms", transforms)
+        object.__setattr__(self, "entry_projectors", MappingProxyType(projectors))
+
+
+def merge_context_build_options(
+    base: SessionContextBuildOptions | None,
+    override: SessionContextBuildOptions | None,
+) -> SessionContextBuildOptions:
+    """Combines two option sets: base transforms first, then the override's; projectors
+    merged with the override winning on the same ``custom_type``."""
+    if base is None:
+        return override or SessionContextBuildOptions()
+    if override is None:
+        return base
+    return SessionContextBuildOptions(
+        entry_transforms=(*base.entry_transforms, *override.entry_transforms),
+        entry_projectors={**base.entry_projectors, **override.entry_projectors},
+    )
+
+
+def derive_session_context_state(path_entries: Iterable[SessionTreeEntry]) -> ContextState:
+    """Thinking level, model and active tools after replaying ``path_entries`` in order.
+
+    The model comes from the last ``model_change`` or assistant message.
+    """
+    thinking_level = "off"
+    model: ModelRef | None = None
+    tools: tuple[str, ...] | None = None
+    for entry in path_entries:
+        if isinstance(entry, ThinkingLevelChangeEntry):
+            thinking_level = entry.thinking_level
+        elif isinstance(entry, ModelChangeEntry):
+            model = ModelRef(entry.provider, entry.model_id)
+        elif isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            model = ModelRef(entry.message.provider, entry.message.model)
+        elif isinstance(entry, ActiveToolsChangeEntry):
+            tools = tuple(entry.active_tool_names)
+    return ContextState(thinking_level, model, tools)
+
+
+def default_context_entry_transform(
+    path_entries: Sequence[SessionTreeEntry],
+) -> list[SessionTreeEntry]:
+    """Applies the latest compaction on the path.
+
+    Returns the compaction (its summary, then its retained tail, if any), the entries from
+    ``first_kept_entry_id`` up to it (unless it has a retained tail), then every entry
+    after it. Older compactions are left out: the latest summary supersedes them.
+    """
+    last = -1
+    for i in range(len(path_entries) - 1, -1, -1):
+        if isinstance(path_entries[i], CompactionEntry):
+            last = i
+            break
+    if last < 0:
+        return list(path_entries)
+    compaction = path_entries[last]
+    assert isinstance(compaction, CompactionEntry)
+    out: list[SessionTreeEntry] = [compaction]
+    first_kept = compaction.first_kept_entry_id
+    if compaction.retained_tail is None and first_kept is not None:
+        keeping = False
+        for entry in path_entries[:last]:
+            if entry.id == first_kept:
+                keeping = True
+            if keeping and not isinstance(entry, CompactionEntry):
+                out.append(entry)
+    out.extend(path_entries[last + 1 :])
+    return out
+
+
+def build_context_entries(
+    path_entries: Sequence[SessionTreeEntry],
+    options: SessionContextBuildOptions | None = None,
+) -> list[SessionTreeEntry]:
+    """The default transform, then each user transform in order.
+
+    An exception raised by a transform reaches the caller unchanged.
+    """
+    entries = default_context_entry_transform(path_entries)
+    if options is not None:
+        for transform in options.entry_transforms:
+            result = transform(entries)
+            if not isinstance(result, list):
+                result = list(result)
+            entries = result
+    return entries
+
+
+def session_entry_to_context_messages(
+    entry: SessionTreeEntry,
+    index: int,
+    entries: list[SessionTreeEntry],
+    options: SessionContextBuildOptions | None = None,
+) -> list[AgentMessage]:
+    """The messages one context entry contributes (``index`` is 0-based in ``entries``)."""
+    if isinstance(entry, MessageEntry):
+        return [entry.message]
+    if isinstance(entry, CustomMessageEntry):
+        return [
+            create_custom_message(
+                entry.custom_type, entry.content, entry.display, entry.details, entry.timestamp
+            )
+        ]
+    if isinstance(entry, CompactionEntry):
+        messages: list[AgentMessage] = [
+            create_compaction_summary_message(entry.summary, entry.tokens_before, entry.timestamp)
+        ]
+        if entry.retained_tail is not None:
+            messages.extend(entry.retained_tail)
+        return messages
+    if isinstance(entry, BranchSummaryEntry):
+        return [create_branch_summary_message(entry.summary, entry.from_id, entry.timestamp)]
+    if isinstance(entry, CustomEntry) and options is not None:
+        projector = options.entry_projectors.get(entry.custom_type)
+        if projector is not None:
+            return list(projector(entry, index, entries))
+    return []
+
+
+def _messages(
+    path_entries: Sequence[SessionTreeEntry], options: SessionContextBuildOptions | None
+) -> tuple[AgentMessage, ...]:
+    entries = build_context_entries(path_entries, options)
+    out: list[AgentMessage] = []
+    for i, entry in enumerate(entries):
+        out.extend(session_entry_to_context_messages(entry, i, entries, options))
+    return tuple(out)
+
+
+def build_session_context(
+    path_entries: Sequence[SessionTreeEntry],
+    options: SessionContextBuildOptions | None = None,
+) -> SessionContext:
+    """Builds the context of a path (root first): its messages and derived state."""
+    state = derive_session_context_state(path_entries)
+    return SessionContext(
+        _messages(path_entries, options),
+        state.thinking_level,
+        state.model,
+        state.active_tool_names,
+    )
+
+
+def _context_from(
+    branch: Sequence[SessionTreeEntry],
+    state: ContextState,
+    options: SessionContextBuildOptions | None,
+) -> SessionContext:
+    return SessionContext(
+        _messages(branch, options), state.thinking_level, state.model, state.active_tool_names
+    )
+
+

@@ -1,0 +1,332 @@
+"""``Session``: the agent-facing API over any :class:`SessionStorage`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from ._util import now_iso
+from .context import (
+    SessionContextBuildOptions,
+    _context_from,
+    derive_session_context_state,
+    merge_context_build_options,
+)
+from .entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionInfoEntry,
+    SessionTreeEntry,
+    ThinkingLevelChangeEntry,
+    entry_from_json,
+)
+from .errors import SessionError
+from .messages import AgentMessage, Usage
+from .storage import SessionStorage, _EngineStorage
+from .types import SessionContext, SessionStats, TreeNode
+
+__all__ = ["Session"]
+
+
+def _require_str(name: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise SessionError("invalid_argument", f"{name} must be a str, not {type(value).__name__}")
+
+
+class Session:
+    """A session: a tree of entries with a leaf, over a storage.
+
+    Every ``append_*`` method returns the new entry's id and moves the leaf to it.
+
+    Args:
+        storage: where the entries live (any :class:`SessionStorage`).
+        context_build_options: transforms and projectors used by :meth:`build_context`.
+
+    >>> from sessiontree import InMemorySessionStorage, UserMessage
+    >>> session = Session(InMemorySessionStorage())
+    >>> first = session.append_message(UserMessage("Hello"))
+    >>> session.get_leaf_id() == first
+    True
+    """
+
+    def __init__(
+        self,
+        storage: SessionStorage,
+        context_build_options: SessionContextBuildOptions | None = None,
+    ) -> None:
+        if not isinstance(storage, SessionStorage):
+            raise SessionError(
+                "invalid_argument", f"storage must be a SessionStorage, not {type(storage).__name__}"
+            )
+        if context_build_options is not None and not isinstance(
+            context_build_options, SessionContextBuildOptions
+        ):
+            raise SessionError(
+                "invalid_argument", "context_build_options must be SessionContextBuildOptions"
+            )
+        self._storage = storage
+        self.context_build_options = context_build_options or SessionContextBuildOptions()
+
+    @property
+    def storage(self) -> SessionStorage:
+        """The storage behind this session."""
+        return self._storage
+
+    @property
+    def id(self) -> str:
+        """The session id (from the header)."""
+        return self._storage.get_metadata().id
+
+    # -- appending ---------------------------------------------------------------------
+
+    def _base(self) -> dict[str, Any]:
+        return {
+            "id": self._storage.create_entry_id(),
+            "parent_id": self._storage.get_leaf_id(),
+            "timestamp": now_iso(),
+        }
+
+    def _append(self, entry: SessionTreeEntry) -> str:
+        self._storage.append_entry(entry)
+        return entry.id
+
+    def append_message(self, message: AgentMessage) -> str:
+        """Appends a message (user, assistant, tool result, ...)."""
+        return self._append(MessageEntry(message=message, **self._base()))
+
+    def append_thinking_level_change(self, level: str) -> str:
+        """Records a thinking-level change (``off minimal low medium high xhigh``)."""
+        return self._append(ThinkingLevelChangeEntry(thinking_level=level, **self._base()))
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        """Records a model change."""
+        return self._append(ModelChangeEntry(provider=provider, model_id=model_id, **self._base()))
+
+    def append_active_tools_change(self, names: Sequence[str]) -> str:
+        """Records the set of active tools."""
+        if isinstance(names, str):
+            raise SessionError("invalid_argument", "names must be a sequence of str, not a str")
+        return self._append(ActiveToolsChangeEntry(active_tool_names=names, **self._base()))
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        details: Any = None,
+        from_hook: bool = False,
+        usage: Usage | None = None,
+        retained_tail: Sequence[AgentMessage] | None = None,
+    ) -> str:
+        """Appends a compaction: ``summary`` replaces the path before ``first_kept_entry_id``
+        (or, with ``retained_tail``, the whole path, followed by those messages)."""
+        _require_str("first_kept_entry_id", first_kept_entry_id, optional=True)
+        if first_kept_entry_id is not None and self._storage.get_entry(first_kept_entry_id) is None:
+            raise SessionError("not_found", f"entry {first_kept_entry_id!r} not found")
+        return self._append(
+            CompactionEntry(
+                summary=summary,
+                first_kept_entry_id=first_kept_entry_id,
+                tokens_before=tokens_before,
+                retained_tail=retained_tail,
+                details=details,
+                usage=usage,
+                from_hook=from_hook,
+                **self._base(),
+            )
+        )
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """Appends application data (no context messages unless a projector is given)."""
+        return self._append(CustomEntry(custom_type=custom_type, data=data, **self._base()))
+
+    def append_custom_message_entry(
+        self, custom_type: str, content: str, display: bool = True, details: Any = None
+    ) -> str:
+        """Appends a custom message that goes into the context."""
+        return self._append(
+            CustomMessageEntry(
+                custom_type=custom_type,
+                content=content,
+                details=details,
+                display=display,
+                **self._base(),
+            )
+        )
+
+    def append_label(self, target_id: str, label: str | None) -> str:
+        """Labels ``target_id`` (``None`` clears its label); the target must exist."""
+        _require_str("target_id", target_id)
+        _require_str("label", label, optional=True)
+        if self._storage.get_entry(target_id) is None:
+            raise SessionError("not_found", f"entry {target_id!r} not found")
+        return self._append(LabelEntry(target_id=target_id, label=label, **self._base()))
+
+    def append_session_info(self, name: str | None) -> str:
+        """Names the session (``None`` clears the name)."""
+        _require_str("name", name, optional=True)
+        return self._append(SessionInfoEntry(name=name, **self._base()))
+
+    def move_to(
+        self, entry_id: str | None, summary: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """Moves the leaf to ``entry_id`` (``None``: before the first entry).
+
+        With ``summary={"summary": ..., "details"?: ..., "usage"?: ..., "from_hook"?: ...}``
+        a ``BranchSummaryEntry`` is appended under the target and its id returned.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown id; ``invalid_argument`` for a
+                summary with ``entry_id=None`` or a malformed summary.
+        """
+        _require_str("entry_id", entry_id, optional=True)
+        if summary is not None:
+            if entry_id is None:
+                raise SessionError(
+                    "invalid_argument", "a branch summary needs a target entry (entry_id is None)"
+                )
+            if not isinstance(summary, Mapping) or not isinstance(summary.get("summary"), str):
+                raise SessionError(
+                    "invalid_argument", "summary must be a mapping with a str 'summary'"
+                )
+            unknown = set(summary) - {"summary", "details", "usage", "from_hook"}
+            if unknown:
+                raise SessionError(
+                    "invalid_argument", f"unknown summary keys: {', '.join(sorted(unknown))}"
+                )
+        if entry_id is not None and self._storage.get_entry(entry_id) is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        if summary is not None:
+            assert entry_id is not None
+            # Build (and so validate) the summary entry before anything is written.
+            branch = BranchSummaryEntry(
+                id=self._storage.create_entry_id(),
+                parent_id=entry_id,
+                timestamp=now_iso(),
+                from_id=entry_id,
+                summary=summary["summary"],
+                details=summary.get("details"),
+                usage=summary.get("usage"),
+                from_hook=summary.get("from_hook", False),
+            )
+            self._storage.set_leaf_id(entry_id)
+            return self._append(branch)
+        self._storage.set_leaf_id(entry_id)
+        return None
+
+    # -- reading -----------------------------------------------------------------------
+
+    def get_entry(self, entry_id: str) -> SessionTreeEntry | None:
+        """The entry with ``entry_id``, or ``None``."""
+        return self._storage.get_entry(entry_id)
+
+    def get_leaf_id(self) -> str | None:
+        """The current leaf."""
+        return self._storage.get_leaf_id()
+
+    def get_branch(self, leaf_id: str | None = None) -> list[SessionTreeEntry]:
+        """The current branch (or the one ending at ``leaf_id``), root first, cut at the
+        nearest compaction."""
+        _require_str("leaf_id", leaf_id, optional=True)
+        leaf = self._storage.get_leaf_id() if leaf_id is None else leaf_id
+        return self._storage.get_path_to_root_or_compaction(leaf)
+
+    def get_label(self, entry_id: str) -> str | None:
+        """The label on ``entry_id``."""
+        return self._storage.get_label(entry_id)
+
+    def get_session_name(self) -> str | None:
+        """The session name."""
+        return self._storage.get_session_name()
+
+    def get_session_stats(self) -> SessionStats:
+        """Counts and usage over the whole session (every branch)."""
+        return self._storage.get_session_stats()
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole tree: root nodes (file order), each with children and label.
+
+        Built bottom-up without recursion, so any depth works.
+        """
+        storage = self._storage
+        if isinstance(storage, _EngineStorage):
+            engine = storage._engine
+            storage._check()
+            entries = [entry_from_json(line) for line in engine.lines(range(len(engine)))]
+            parents = engine.parents()
+        else:
+            entries = storage.get_entries()
+            pos = {e.id: i for i, e in enumerate(entries)}
+            parents = [
+                pos.get(e.parent_id, -1) if e.parent_id is not None else -1 for e in entries
+            ]
+            # A custom storage may list a child before its parent; fall back to a root.
+            parents = [p if p < i else -1 for i, p in enumerate(parents)]
+        labels = storage.get_labels()
+        kids: list[list[TreeNode]] = [[] for _ in entries]
+        roots: list[TreeNode] = []
+        for i in range(len(entries) - 1, -1, -1):
+            entry = entries[i]
+            kids[i].reverse()
+            node = TreeNode(entry, kids[i], labels.get(entry.id))
+            kids[i] = []
+            p = parents[i]
+            (roots if p < 0 else kids[p]).append(node)
+        roots.reverse()
+        return roots
+
+    def merge_context_build_options(
+        self, options: SessionContextBuildOptions | None
+    ) -> SessionContextBuildOptions:
+        """This session's options merged with ``options`` (theirs run/win second)."""
+        return merge_context_build_options(self.context_build_options, options)
+
+    def build_context(self, options: SessionContextBuildOptions | None = None) -> SessionContext:
+        """The context for the model at the current leaf.
+
+        Messages come from :meth:`get_branch`; thinking level, model and active tools from
+        the whole path to the root, so state set before a compaction survives it.
+        """
+        opts = self.merge_context_build_options(options)
+        storage = self._storage
+        leaf = storage.get_leaf_id()
+        branch = storage.get_path_to_root_or_compaction(leaf)
+        if isinstance(storage, _EngineStorage):
+            state_entries: Iterable[SessionTreeEntry] = [
+                entry_from_json(line) for line in storage._state_lines(leaf) if line is not None
+            ]
+        else:
+            state_entries = storage.get_path_to_root(leaf)
+        return _context_from(branch, derive_session_context_state(state_entries), opts)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._storage)
+
+    def close(self) -> None:
+        """Closes the storage (idempotent)."""
+        self._storage.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session over {self._storage!r}>"

@@ -1,0 +1,202 @@
+"""Immutable result types: model references, contexts, stats, load reports and tree nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .entries import SessionTreeEntry
+    from .messages import AgentMessage
+
+__all__ = [
+    "ContextState",
+    "LoadIssue",
+    "LoadReport",
+    "ModelRef",
+    "SessionContext",
+    "SessionMetadata",
+    "SessionStats",
+    "TreeNode",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """The model in effect: ``provider`` and ``model_id``."""
+
+    provider: str
+    model_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContextState:
+    """Thinking level, model and active tools derived from a path of entries."""
+
+    thinking_level: str = "off"
+    model: ModelRef | None = None
+    active_tool_names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    """What goes to the model: the messages plus thinking level, model and active tools."""
+
+    messages: tuple[AgentMessage, ...]
+    thinking_level: str = "off"
+    model: ModelRef | None = None
+    active_tool_names: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:
+        model = f"{self.model.provider}/{self.model.model_id}" if self.model else None
+        return (
+            f"SessionContext(messages=<{len(self.messages)} messages>, "
+            f"thinking_level={self.thinking_level!r}, model={model!r}, "
+            f"active_tool_names={self.active_tool_names!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """Whole-session counts and usage sums (every branch).
+
+    ``message_count`` counts ``message`` entries of any role; tokens and cost sum the
+    ``usage`` of assistant messages and of compaction and branch-summary entries.
+    """
+
+    entry_count: int = 0
+    message_count: int = 0
+    user_message_count: int = 0
+    assistant_message_count: int = 0
+    tool_result_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    total_tokens: int = 0
+    cost_total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadIssue:
+    """One problem the lenient reader found and skipped.
+
+    Attributes:
+        line: 1-based line number (the header is line 1).
+        offset: byte offset of the line's start.
+        kind: ``torn_tail``, ``malformed``, ``invalid_utf8``, ``duplicate_id``,
+            ``dangling_parent``, ``unknown_leaf_target`` or ``too_large``.
+        message: details.
+    """
+
+    line: int
+    offset: int
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What opening a file found: the issues, and the size of a torn last line."""
+
+    issues: tuple[LoadIssue, ...] = ()
+    torn_tail_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the file had no problem at all."""
+        return not self.issues and not self.torn_tail_bytes
+
+
+class TreeNode:
+    """One entry in :meth:`Session.get_tree`, with its children (file order) and label.
+
+    Equality and ``repr`` never recurse, so trees 10⁶ levels deep are safe to compare
+    and print.
+    """
+
+    __slots__ = ("children", "entry", "label")
+
+    entry: SessionTreeEntry
+    children: tuple[TreeNode, ...]
+    label: str | None
+
+    def __init__(
+        self,
+        entry: SessionTreeEntry,
+        children: Sequence[TreeNode] = (),
+        label: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "children", tuple(children))
+        object.__setattr__(self, "label", label)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TreeNode is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TreeNode):
+            return NotImplemented
+        stack: list[tuple[TreeNode, TreeNode]] = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if a is b:
+                continue
+            if a.entry != b.entry or a.label != b.label or len(a.children) != len(b.children):
+                return False
+            stack.extend(zip(a.children, b.children))
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def walk(self) -> list[TreeNode]:
+        """This node and every node below it, parents before children (no recursion)."""
+        out: list[TreeNode] = []
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(reversed(node.children))
+        return out
+
+    def __repr__(self) -> str:
+        label = f", label={self.label!r}" if self.label is not None else ""
+        return (
+            f"TreeNode({self.entry.type} {self.entry.id!r}, "
+            f"children={len(self.children)}{label})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMetadata:
+    """What a repository's ``list`` knows of one session without opening it.
+
+    Attributes:
+        id: the session id.
+        path: the session file, or ``None`` for in-memory repos.
+        cwd: the working directory from the header.
+        created: the header's time (timezone-aware UTC).
+        modified: the newest entry's time (the header's if there is none).
+        name: the session name (last ``session_info``), or ``None``.
+        parent_session: the id this session was forked from, or ``None``.
+        entry_count: number of entries.
+        message_count: number of ``message`` entries.
+        first_message: the text of the first user message, or ``None``.
+        size_bytes: size of the session file (or document).
+        error: ``None``, or why the file could not be read.
+    """
+
+    id: str
+    path: str | None
+    cwd: str
+    created: datetime | None
+    modified: datetime | None
+    name: str | None = None
+    parent_session: str | None = None
+    entry_count: int = 0
+    message_count: int = 0
+    first_message: str | None = None
+    size_bytes: int = 0
+    error: str | None = None

@@ -1,0 +1,540 @@
+//! The entry arena: entries in file order with parent links, an id index, a children
+//! index, labels, the session name, the replayed leaf and running stats.
+//!
+//! Entries reference each other by arena index (`u32`), never by pointer. A parent is
+//! always an earlier entry (a `parent_id` naming no earlier entry makes a root), so the
+//! parent links form a forest and every walk terminates; all walks are loops.
+
+use std::collections::HashMap;
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use crate::engine::line::{ParsedEntry, UsageSums};
+
+/// "No entry": a root's parent, a missing target, the leaf before any entry.
+pub const NONE: u32 = u32::MAX;
+
+/// The entry types of FORMAT.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// The `session` header line (never an arena entry).
+    Header,
+    /// `message`
+    Message,
+    /// `thinking_level_change`
+    ThinkingLevelChange,
+    /// `model_change`
+    ModelChange,
+    /// `active_tools_change`
+    ActiveToolsChange,
+    /// `compaction`
+    Compaction,
+    /// `branch_summary`
+    BranchSummary,
+    /// `custom`
+    Custom,
+    /// `custom_message`
+    CustomMessage,
+    /// `label`
+    Label,
+    /// `session_info`
+    SessionInfo,
+    /// `leaf`
+    Leaf,
+    /// Any other type, kept byte-for-byte.
+    Unknown,
+}
+
+impl Kind {
+    /// The kind for a `type` string.
+    pub fn from_type(name: &str) -> Kind {
+        match name {
+            "session" => Kind::Header,
+            "message" => Kind::Message,
+            "thinking_level_change" => Kind::ThinkingLevelChange,
+            "model_change" => Kind::ModelChange,
+            "active_tools_change" => Kind::ActiveToolsChange,
+            "compaction" => Kind::Compaction,
+            "branch_summary" => Kind::BranchSummary,
+            "custom" => Kind::Custom,
+            "custom_message" => Kind::CustomMessage,
+            "label" => Kind::Label,
+            "session_info" => Kind::SessionInfo,
+            "leaf" => Kind::Leaf,
+            _ => Kind::Unknown,
+        }
+    }
+}
+
+/// The role of a `message` entry (`None` for other entries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Role {
+    /// Not a message entry.
+    None,
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `tool_result`
+    ToolResult,
+    /// `custom`
+    Custom,
+    /// `compaction_summary`
+    CompactionSummary,
+    /// `branch_summary`
+    BranchSummary,
+    /// Any other role.
+    Other,
+}
+
+impl Role {
+    /// The role for a `role` string.
+    pub fn from_name(name: &str) -> Role {
+        match name {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool_result" => Role::ToolResult,
+            "custom" => Role::Custom,
+            "compaction_summary" => Role::CompactionSummary,
+            "branch_summary" => Role::BranchSummary,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// Whole-session counts and usage sums (every branch).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    /// Entries in the arena.
+    pub entry_count: u64,
+    /// `message` entries of any role.
+    pub message_count: u64,
+    /// User messages.
+    pub user_message_count: u64,
+    /// Assistant messages.
+    pub assistant_message_count: u64,
+    /// Tool results.
+    pub tool_result_count: u64,
+    /// Usage summed over assistant messages, compactions and branch summaries.
+    pub usage: UsageSums,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StrRef {
+    start: u32,
+    len: u32,
+}
+
+/// One entry: its tree links and where its raw line lives.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Entry type.
+    pub kind: Kind,
+    /// Message role (messages only).
+    pub role: Role,
+    /// A compaction with a non-null `retained_tail`.
+    pub retained_tail: bool,
+    /// Parent index or [`NONE`].
+    pub parent: u32,
+    /// Leaf / label target, or a compaction's first kept entry; [`NONE`] if absent or unknown.
+    pub target: u32,
+    first_child: u32,
+    last_child: u32,
+    next_sibling: u32,
+    /// Byte offset of the line in the backing store.
+    pub offset: u64,
+    /// Line length in bytes, without the newline.
+    pub len: u32,
+    /// 1-based line number in the file (the header is line 1).
+    pub line_no: u64,
+    id: StrRef,
+    ts: StrRef,
+}
+
+/// A reference problem found while adding an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefProblem {
+    /// The id is already in the session.
+    DuplicateId,
+    /// `parent_id` names no earlier entry.
+    DanglingParent,
+    /// A `leaf` entry's target is unknown.
+    UnknownLeafTarget,
+    /// A `label` entry's target is unknown.
+    UnknownLabelTarget,
+}
+
+/// The in-memory index of one session.
+pub struct Arena {
+    nodes: Vec<Node>,
+    pool: Vec<u8>,
+    index: HashTable<u32>,
+    hasher: foldhash::quality::RandomState,
+    first_root: u32,
+    last_root: u32,
+    labels: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
+    unknown_types: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
+    name: Option<Box<str>>,
+    leaf: u32,
+    newest: Option<StrRef>,
+    stats: Stats,
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Arena {
+    /// An empty arena.
+    pub fn new() -> Self {
+        Arena {
+            nodes: Vec::new(),
+            pool: Vec::new(),
+            index: HashTable::new(),
+            hasher: foldhash::quality::RandomState::default(),
+            first_root: NONE,
+            last_root: NONE,
+            labels: HashMap::default(),
+            unknown_types: HashMap::default(),
+            name: None,
+            leaf: NONE,
+            newest: None,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node at `idx`.
+    pub fn node(&self, idx: u32) -> &Node {
+        &self.nodes[idx as usize]
+    }
+
+    fn text(&self, r: StrRef) -> &str {
+        let bytes = &self.pool[r.start as usize..(r.start + r.len) as usize];
+        // The pool only ever receives `&str` bytes.
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    fn intern(&mut self, s: &str) -> StrRef {
+        let start = self.pool.len() as u32;
+        self.pool.extend_from_slice(s.as_bytes());
+        StrRef {
+            start,
+            len: s.len() as u32,
+        }
+    }
+
+    /// The id of the entry at `idx`.
+    pub fn id(&self, idx: u32) -> &str {
+        self.text(self.nodes[idx as usize].id)
+    }
+
+    /// The timestamp of the entry at `idx`.
+    pub fn timestamp(&self, idx: u32) -> &str {
+        self.text(self.nodes[idx as usize].ts)
+    }
+
+    /// The `type` string of an unknown entry.
+    pub fn unknown_type(&self, idx: u32) -> Option<&str> {
+        self.unknown_types.get(&idx).map(|s| &**s)
+    }
+
+    /// The arena index of `id`.
+    pub fn lookup(&self, id: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(id);
+        self.index
+            .find(hash, |&i| self.text(self.nodes[i as usize].id) == id)
+            .copied()
+    }
+
+    /// The replayed leaf ([`NONE`] before the first entry or after a move to none).
+    pub fn leaf(&self) -> u32 {
+        self.leaf
+    }
+
+    /// The label currently on `idx`.
+    pub fn label(&self, idx: u32) -> Option<&str> {
+        self.labels.get(&idx).map(|s| &**s)
+    }
+
+    /// Every labelled entry with its label (unordered).
+    pub fn labels(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.labels.iter().map(|(&i, s)| (i, &**s))
+    }
+
+    /// The session name from the last `session_info` entry.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The greatest entry timestamp (ISO strings compare in time order).
+    pub fn newest_timestamp(&self) -> Option<&str> {
+        self.newest.map(|r| self.text(r))
+    }
+
+    /// Whole-session stats.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Checks the references of `e` against the arena without changing it.
+    ///
+    /// Returns the resolved parent, target and problems. A `DuplicateId` problem means the
+    /// entry must not be added.
+    pub fn resolve(&self, e: &ParsedEntry<'_>) -> (u32, u32, Vec<RefProblem>) {
+        let mut problems = Vec::new();
+        if self.lookup(&e.id).is_some() {
+            problems.push(RefProblem::DuplicateId);
+        }
+        let parent = match &e.parent_id {
+            None => NONE,
+            Some(pid) => self.lookup(pid).unwrap_or_else(|| {
+                problems.push(RefProblem::DanglingParent);
+                NONE
+            }),
+        };
+        let target_name = match e.kind {
+            crate::engine::Kind::Compaction => e.first_kept.as_deref(),
+            _ => e.target_id.as_deref(),
+        };
+        let target = match target_name {
+            None => NONE,
+            Some(t) => match self.lookup(t) {
+                Some(i) => i,
+                None => {
+                    match e.kind {
+                        Kind::Leaf => problems.push(RefProblem::UnknownLeafTarget),
+                        Kind::Label => problems.push(RefProblem::UnknownLabelTarget),
+                        _ => {}
+                    }
+                    NONE
+                }
+            },
+        };
+        (parent, target, problems)
+    }
+
+    /// Adds an entry whose references were resolved by [`Arena::resolve`]; returns its index.
+    ///
+    /// The caller must not add an entry that `resolve` reported as a duplicate.
+    pub fn push(
+        &mut self,
+        e: &ParsedEntry<'_>,
+        parent: u32,
+        target: u32,
+        offset: u64,
+        len: u32,
+        line_no: u64,
+    ) -> u32 {
+        let idx = self.nodes.len() as u32;
+        let id = self.intern(&e.id);
+        let ts = self.intern(&e.timestamp);
+        self.nodes.push(Node {
+            kind: e.kind,
+            role: e.role,
+            retained_tail: e.retained_tail,
+            parent,
+            target,
+            first_child: NONE,
+            last_child: NONE,
+            next_sibling: NONE,
+            offset,
+            len,
+            line_no,
+            id,
+            ts,
+        });
+        let hash = self.hasher.hash_one(&*e.id);
+        let (nodes, pool, hasher) = (&self.nodes, &self.pool, &self.hasher);
+        self.index.insert_unique(hash, idx, |&i| {
+            let r = nodes[i as usize].id;
+            let bytes = &pool[r.start as usize..(r.start + r.len) as usize];
+            hasher.hash_one(std::str::from_utf8(bytes).unwrap_or_default())
+        });
+        self.link_child(parent, idx);
+        if self.newest.is_none_or(|n| self.text(n) < &*e.timestamp) {
+            self.newest = Some(ts);
+        }
+        match e.kind {
+            Kind::Leaf => {
+                if e.target_id.is_none() {
+                    self.leaf = NONE;
+                } else if target != NONE {
+                    self.leaf = target;
+                }
+            }
+            _ => self.leaf = idx,
+        }
+        match e.kind {
+            Kind::Label if target != NONE => match &e.text {
+                Some(label) => {
+                    self.labels.insert(target, label.as_ref().into());
+                }
+                None => {
+                    self.labels.remove(&target);
+                }
+            },
+            Kind::SessionInfo => self.name = e.text.as_deref().map(Into::into),
+            Kind::Unknown => {
+                self.unknown_types.insert(idx, e.type_name.as_ref().into());
+            }
+            _ => {}
+        }
+        self.count(e);
+        idx
+    }
+
+    fn link_child(&mut self, parent: u32, idx: u32) {
+        let (first, last) = if parent == NONE {
+            (&mut self.first_root, &mut self.last_root)
+        } else {
+            let p = &mut self.nodes[parent as usize];
+            (&mut p.first_child, &mut p.last_child)
+        };
+        let prev_last = *last;
+        *last = idx;
+        if prev_last == NONE {
+            *first = idx;
+        } else {
+            self.nodes[prev_last as usize].next_sibling = idx;
+        }
+    }
+
+    fn count(&mut self, e: &ParsedEntry<'_>) {
+        let s = &mut self.stats;
+        s.entry_count += 1;
+        if e.kind == Kind::Message {
+            s.message_count += 1;
+            match e.role {
+                Role::User => s.user_message_count += 1,
+                Role::Assistant => s.assistant_message_count += 1,
+                Role::ToolResult => s.tool_result_count += 1,
+                _ => {}
+            }
+        }
+        if let Some(u) = e.usage {
+            s.usage.input += u.input;
+            s.usage.output += u.output;
+            s.usage.cache_read += u.cache_read;
+            s.usage.cache_write += u.cache_write;
+            s.usage.total_tokens += u.total_tokens;
+            s.usage.cost_total += u.cost_total;
+        }
+    }
+
+    /// The children of `parent` in file order ([`NONE`] lists the roots).
+    pub fn children(&self, parent: u32) -> Children<'_> {
+        let next = if parent == NONE {
+            self.first_root
+        } else {
+            self.nodes[parent as usize].first_child
+        };
+        Children { arena: self, next }
+    }
+
+    /// The entries from the root down to `idx` (empty for [`NONE`]).
+    pub fn path_to_root(&self, idx: u32) -> Vec<u32> {
+        let mut path = Vec::new();
+        let mut cur = idx;
+        while cur != NONE {
+            path.push(cur);
+            cur = self.nodes[cur as usize].parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// The path from `idx` up to the root or to the nearest compaction's cut (FORMAT.md),
+    /// root-first.
+    pub fn path_to_root_or_compaction(&self, idx: u32) -> Vec<u32> {
+        let mut path = Vec::new();
+        let mut cur = idx;
+        while cur != NONE {
+            path.push(cur);
+            let node = &self.nodes[cur as usize];
+            if node.kind == Kind::Compaction {
+                if !node.retained_tail && node.target != NONE {
+                    let at_compaction = path.len();
+                    let mut up = node.parent;
+                    let mut found = false;
+                    while up != NONE {
+                        path.push(up);
+                        if up == node.target {
+                            found = true;
+                            break;
+                        }
+                        up = self.nodes[up as usize].parent;
+                    }
+                    if !found {
+                        path.truncate(at_compaction);
+                    }
+                }
+                break;
+            }
+            cur = node.parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Indices of the entries whose `type` is `type_name`, in file order.
+    pub fn find(&self, type_name: &str) -> Vec<u32> {
+        let kind = Kind::from_type(type_name);
+        if kind == Kind::Header {
+            return Vec::new();
+        }
+        (0..self.nodes.len() as u32)
+            .filter(|&i| {
+                let n = &self.nodes[i as usize];
+                n.kind == kind && (kind != Kind::Unknown || self.unknown_type(i) == Some(type_name))
+            })
+            .collect()
+    }
+
+    /// Every entry of the subtree under `root` (itself included), parents before children.
+    pub fn subtree(&self, root: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            out.push(i);
+            let before = stack.len();
+            stack.extend(self.children(i));
+            stack[before..].reverse();
+        }
+        out
+    }
+}
+
+/// Iterator over children in file order.
+pub struct Children<'a> {
+    arena: &'a Arena,
+    next: u32,
+}
+
+impl Iterator for Children<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.next == NONE {
+            return None;
+        }
+        let cur = self.next;
+        self.next = self.arena.nodes[cur as usize].next_sibling;
+        Some(cur)
+    }
+}

@@ -1,0 +1,433 @@
+//! JSONL streaming I/O: the line scanner, load reports, limits, durability modes, the
+//! single-writer lock and small file-system helpers.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memchr::memchr;
+
+use crate::engine::error::{EngineError, ErrorCode, Result};
+
+/// How far an append is pushed towards the disk before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Buffered in memory until `flush()` or `close()`.
+    None,
+    /// Written to the OS (one `write`) on every append.
+    Flush,
+    /// Written on every append; a background thread syncs within one second.
+    Group,
+    /// Synced (`fdatasync`) before every append returns.
+    Fsync,
+}
+
+impl Durability {
+    /// Parses `none`, `flush`, `group` or `fsync`.
+    pub fn parse(s: &str) -> Result<Durability> {
+        match s {
+            "none" => Ok(Durability::None),
+            "flush" => Ok(Durability::Flush),
+            "group" => Ok(Durability::Group),
+            "fsync" => Ok(Durability::Fsync),
+            _ => Err(EngineError::new(
+                ErrorCode::InvalidArgument,
+                format!("durability must be one of none, flush, group, fsync (got {s:?})"),
+            )),
+        }
+    }
+}
+
+/// Configurable limits on what a file may contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest accepted line in bytes (newline excluded).
+    pub max_line_bytes: usize,
+    /// Deepest accepted JSON nesting (the parser's own hard cap is 128).
+    pub max_depth: usize,
+    /// Longest accepted entry id in bytes.
+    pub max_id_bytes: usize,
+}
+
+/// The parser refuses deeper JSON by itself; checking a lower limit costs a pass.
+pub const PARSER_MAX_DEPTH: usize = 128;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line_bytes: 256 << 20,
+            max_depth: PARSER_MAX_DEPTH,
+            max_id_bytes: crate::engine::line::MAX_ID_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The nesting depth of a JSON text, ignoring brackets inside strings.
+    pub fn depth_exceeded(&self, line: &[u8]) -> bool {
+        if self.max_depth >= PARSER_MAX_DEPTH {
+            return false;
+        }
+        let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+        for &b in line {
+            if in_str {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_str = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_str = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > self.max_depth {
+                        return true;
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+/// The kinds of problem a lenient load reports (FORMAT.md "Robustness").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IssueKind {
+    /// An incomplete last line (no newline).
+    TornTail,
+    /// A line that is not a valid entry.
+    Malformed,
+    /// A line that is not UTF-8.
+    InvalidUtf8,
+    /// An entry whose id was already used (ignored).
+    DuplicateId,
+    /// An entry whose parent is unknown (made a root).
+    DanglingParent,
+    /// A `leaf` entry whose target is unknown (leaf unchanged).
+    UnknownLeafTarget,
+    /// A line over the size limit (skipped).
+    TooLarge,
+}
+
+impl IssueKind {
+    /// The string used by Python's `LoadIssue.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueKind::TornTail => "torn_tail",
+            IssueKind::Malformed => "malformed",
+            IssueKind::InvalidUtf8 => "invalid_utf8",
+            IssueKind::DuplicateId => "duplicate_id",
+            IssueKind::DanglingParent => "dangling_parent",
+            IssueKind::UnknownLeafTarget => "unknown_leaf_target",
+            IssueKind::TooLarge => "too_large",
+        }
+    }
+}
+
+/// One problem found while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadIssue {
+    /// 1-based line number (the header is line 1).
+    pub line: u64,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// What kind of problem.
+    pub kind: IssueKind,
+    /// Details for humans.
+    pub message: String,
+}
+
+/// What a load found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Problems in file order.
+    pub issues: Vec<LoadIssue>,
+    /// Bytes after the last newline (0 when the file ends cleanly).
+    pub torn_tail_bytes: u64,
+}
+
+/// Where a scan stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanEnd {
+    /// Offset just past the last complete line.
+    pub good_len: u64,
+    /// Number of the next line.
+    pub next_line_no: u64,
+}
+
+/// One complete line handed out by [`scan`].
+pub enum Line<'a> {
+    /// A line within the size limit, without its `\n`.
+    Text(&'a [u8]),
+    /// A line over the size limit, with its length.
+    TooLarge(u64),
+}
+
+const CHUNK: usize = 1 << 20;
+
+/// Streams `reader` line by line from `offset`, calling `on_line(line, offset, line_no)`
+/// for every line that ends in `\n`; never holds more than one chunk plus one line.
+pub fn scan<R: Read>(
+    reader: &mut R,
+    offset: u64,
+    first_line_no: u64,
+    max_line_bytes: usize,
+    mut on_line: impl FnMut(Line<'_>, u64, u64) -> Result<()>,
+) -> io::Result<ScanEnd> {
+    let mut buf = vec![0u8; CHUNK];
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut base = offset; // file offset of buf[0]
+    let mut line_no = first_line_no;
+    // While skipping an oversize line: where it started and how long it is so far.
+    let mut skipping: Option<(u64, u64)> = None;
+    let mut fail: Option<EngineError> = None;
+    loop {
+        while let Some(nl) = memchr(b'\n', &buf[start..end]) {
+            let line_start = base + start as u64;
+            let res = match skipping.take() {
+                Some((at, skipped)) => on_line(Line::TooLarge(skipped + nl as u64), at, line_no),
+                None => on_line(Line::Text(&buf[start..start + nl]), line_start, line_no),
+            };
+            if let Err(e) = res {
+                fail = Some(e);
+                break;
+            }
+            line_no += 1;
+            start += nl + 1;
+        }
+        if let Some(e) = fail {
+            return Err(io::Error::other(e));
+        }
+        if let Some((_, skipped)) = &mut skipping {
+            *skipped += (end - start) as u64;
+            base += end as u64;
+            start = 0;
+            end = 0;
+        } else {
+            buf.copy_within(start..end, 0);
+            base += start as u64;
+            end -= start;
+            start = 0;
+            if end == buf.len() {
+                if buf.len() > max_line_bytes {
+                    skipping = Some((base, end as u64));
+                    base += end as u64;
+                    end = 0;
+                } else {
+                    let grown = (buf.len() * 2).min(max_line_bytes + 1);
+                    buf.resize(grown.max(buf.len() + 1), 0);
+                }
+            }
+        }
+        let n = loop {
+            match reader.read(&mut buf[end..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if n == 0 {
+            let good_len = match skipping {
+                Some((at, _)) => at,
+                None => base + start as u64,
+            };
+            return Ok(ScanEnd {
+                good_len,
+                next_line_no: line_no,
+            });
+        }
+        end += n;
+    }
+}
+
+/// Unwraps an engine error that [`scan`] carried through `io::Error`.
+pub fn scan_error(context: &Path, e: io::Error) -> EngineError {
+    if e.get_ref().is_some_and(|inner| inner.is::<EngineError>()) {
+        if let Some(inner) = e.into_inner() {
+            if let Ok(engine) = inner.downcast::<EngineError>() {
+                return *engine;
+            }
+        }
+        return EngineError::new(ErrorCode::Io, "scan failed");
+    }
+    EngineError::io(format!("reading {}", context.display()), &e)
+}
+
+/// Opens `path` for a writer without following a symlink at the last component.
+pub fn open_nofollow(path: &Path, write: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Creates `path` exclusively, mode 0600 whatever the umask, without following symlinks.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
+/// Syncs the directory holding `path` so a newly created name survives a crash.
+pub fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(parent)?.sync_all()
+}
+
+/// Takes the single-writer lock on an open session file; `locked` names the holder.
+pub fn lock_writer(file: &File, path: &Path) -> Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = file
+                .metadata()
+                .ok()
+                .and_then(|m| lock_holder(m.ino()))
+                .map_or_else(String::new, |pid| format!(" (process {pid})"));
+            Err(EngineError::new(
+                ErrorCode::Locked,
+                format!(
+                    "{} is open for writing by another writer{holder}; open it read-only or close the other writer",
+                    path.display()
+                ),
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(EngineError::io(format!("locking {}", path.display()), &e))
+        }
+    }
+}
+
+/// The pid holding a `flock` on inode `ino`, from `/proc/locks` (Linux; best effort).
+fn lock_holder(ino: u64) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    let suffix = format!(":{ino}");
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+        let (kind, pid, dev_ino) = (f.get(1)?, f.get(4)?, f.get(5)?);
+        (*kind == "FLOCK" && dev_ino.ends_with(&suffix))
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
+}
+
+/// Now as `YYYYMMDDTHHMMSS.mmmZ` (for side-file names).
+pub fn utc_stamp() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(data: &[u8], max: usize) -> (Vec<(String, u64, u64)>, ScanEnd) {
+        let mut out = Vec::new();
+        let end = scan(&mut &data[..], 0, 1, max, |l, off, no| {
+            let text = match l {
+                Line::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                Line::TooLarge(n) => format!("<{n}>"),
+            };
+            out.push((text, off, no));
+            Ok(())
+        })
+        .unwrap();
+        (out, end)
+    }
+
+    #[test]
+    fn splits_lines_and_finds_torn_tail() {
+        let (lines, end) = lines_of(b"a\nbb\n\nccc", 100);
+        assert_eq!(
+            lines,
+            vec![("a".into(), 0, 1), ("bb".into(), 2, 2), ("".into(), 5, 3)]
+        );
+        assert_eq!(end.good_len, 6);
+        assert_eq!(end.next_line_no, 4);
+    }
+
+    #[test]
+    fn long_lines_cross_chunks_and_oversize_lines_are_skipped() {
+        let big = "x".repeat(3 * CHUNK);
+        let data = format!("h\n{big}\nz\n");
+        let (lines, end) = lines_of(data.as_bytes(), 4 * CHUNK);
+        assert_eq!(lines[1].0.len(), 3 * CHUNK);
+        assert_eq!(lines[2], ("z".into(), (3 * CHUNK + 3) as u64, 3));
+        assert_eq!(end.good_len, data.len() as u64);
+
+        let (lines, _) = lines_of(data.as_bytes(), CHUNK / 2);
+        assert_eq!(lines[1].0, format!("<{}>", 3 * CHUNK));
+        assert_eq!(lines[1].1, 2);
+        assert_eq!(lines[2].0, "z");
+    }
+
+    #[test]
+    fn oversize_torn_tail_is_measured_from_its_start() {
+        let data = format!("h\n{}", "y".repeat(2 * CHUNK));
+        let (lines, end) = lines_of(data.as_bytes(), 1000);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(end.good_len, 2);
+    }
+
+    #[test]
+    fn depth_limit_ignores_brackets_in_strings() {
+        let limits = Limits {
+            max_depth: 3,
+            ..Limits::default()
+        };
+        assert!(!limits.depth_exceeded(br#"{"a":[{"b":"[[[[[[{{{{"}]}"#));
+        assert!(limits.depth_exceeded(br#"{"a":[{"b":[1]}]}"#));
+        assert!(!Limits::default().depth_exceeded(&[b'['; 1000]));
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(utc_stamp().len(), "20261130T184512.123Z".len());
+    }
+}

@@ -1,0 +1,452 @@
+//! Parsing one JSONL line into the few fields the engine needs, without building a DOM.
+//!
+//! Every line is fully validated as JSON (serde skips unknown fields by parsing them), but
+//! only the base fields and the handful of type-specific fields that traversal, labels,
+//! names and stats need are extracted. Type-specific fields are taken as borrowed raw JSON
+//! first, so an entry of an unknown type that reuses a field name with another shape is
+//! still accepted and kept byte-for-byte.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::engine::arena::{Kind, Role};
+
+/// Readers accept ids of at most this many bytes (FORMAT.md).
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The token and cost totals of one `usage` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UsageSums {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Cache-read tokens.
+    pub cache_read: u64,
+    /// Cache-write tokens.
+    pub cache_write: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+    /// Total cost.
+    pub cost_total: f64,
+}
+
+/// What the engine keeps of one entry line.
+#[derive(Debug)]
+pub struct ParsedEntry<'a> {
+    /// The entry type.
+    pub kind: Kind,
+    /// The `type` string (needed for unknown types).
+    pub type_name: Cow<'a, str>,
+    /// The entry id.
+    pub id: Cow<'a, str>,
+    /// The parent id, `None` for a root.
+    pub parent_id: Option<Cow<'a, str>>,
+    /// The ISO timestamp.
+    pub timestamp: Cow<'a, str>,
+    /// `target_id` of a `leaf` or `label` entry.
+    pub target_id: Option<Cow<'a, str>>,
+    /// `label` of a `label` entry, or `name` of a `session_info` entry.
+    pub text: Option<Cow<'a, str>>,
+    /// `first_kept_entry_id` of a compaction.
+    pub first_kept: Option<Cow<'a, str>>,
+    /// Whether a compaction has a non-null `retained_tail`.
+    pub retained_tail: bool,
+    /// The role of a `message` entry.
+    pub role: Role,
+    /// Usage of an assistant message, a compaction or a branch summary.
+    pub usage: Option<UsageSums>,
+}
+
+/// Why a line was not accepted as an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError(pub String);
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn line_err<T>(msg: impl Into<String>) -> Result<T, LineError> {
+    Err(LineError(msg.into()))
+}
+
+#[derive(Deserialize)]
+struct RawEntry<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    parent_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    target_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    label: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    first_kept_entry_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    retained_tail: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<MessageHead<'a>>,
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
+}
+
+/// The `role` and `usage` of a message object; anything that is not an object is accepted
+/// (and skipped) so unknown entry types may use `message` as they like.
+#[derive(Default)]
+struct MessageHead<'a> {
+    is_object: bool,
+    role: Option<&'a RawValue>,
+    usage: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MessageHead<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MessageHeadVisitor)
+    }
+}
+
+struct MessageHeadVisitor;
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum MessageField {
+    Role,
+    Usage,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> Visitor<'de> for MessageHeadVisitor {
+    type Value = MessageHead<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut head = MessageHead {
+            is_object: true,
+            ..MessageHead::default()
+        };
+        while let Some(key) = map.next_key::<MessageField>()? {
+            match key {
+                MessageField::Role => {
+                    if head.role.is_some() {
+                        return Err(de::Error::duplicate_field("role"));
+                    }
+                    head.role = Some(map.next_value()?);
+                }
+                MessageField::Usage => {
+                    if head.usage.is_some() {
+                        return Err(de::Error::duplicate_field("usage"));
+                    }
+                    head.usage = Some(map.next_value()?);
+                }
+                MessageField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(MessageHead::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(MessageHead::default())
+    }
+}
+
+/// A JSON string borrowed from the line when it has no escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// `Some(text)` for a JSON string, `None` for null; an error for any other shape.
+fn opt_str<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Option<Cow<'a, str>>, LineError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => match serde_json::from_str::<Text<'a>>(raw.get()) {
+            Ok(Text(s)) => Ok(Some(s)),
+            Err(_) => line_err(format!("`{field}` must be a string or null")),
+        },
+    }
+}
+
+fn req_str<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Cow<'a, str>, LineError> {
+    match opt_str(raw, field)? {
+        Some(s) => Ok(s),
+        None => line_err(format!("`{field}` is missing")),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawCost {
+    total: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawUsage {
+    input: f64,
+    output: f64,
+    cache_read: f64,
+    cache_write: f64,
+    total_tokens: f64,
+    cost: Option<RawCost>,
+}
+
+/// Usage is read leniently: a usage object of the wrong shape counts as none.
+fn parse_usage(raw: Option<&RawValue>) -> Option<UsageSums> {
+    let usage: RawUsage = serde_json::from_str(raw?.get()).ok()?;
+    let tokens = |v: f64| if v.is_finite() && v > 0.0 { v as u64 } else { 0 };
+    Some(UsageSums {
+        input: tokens(usage.input),
+        output: tokens(usage.output),
+        cache_read: tokens(usage.cache_read),
+        cache_write: tokens(usage.cache_write),
+        total_tokens: tokens(usage.total_tokens),
+        cost_total: usage.cost.map_or(0.0, |c| c.total),
+    })
+}
+
+/// Checks an entry id: non-empty, at most [`MAX_ID_BYTES`].
+pub fn check_id(id: &str, max_bytes: usize) -> Result<(), LineError> {
+    if id.is_empty() {
+        return line_err("`id` is empty");
+    }
+    if id.len() > max_bytes {
+        return line_err(format!("`id` is {} bytes, over the limit of {max_bytes}", id.len()));
+    }
+    Ok(())
+}
+
+/// Parses one entry line (without its newline).
+pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
+    let raw: RawEntry<'_> = match serde_json::from_str(line) {
+        Ok(raw) => raw,
+        Err(e) => return line_err(format!("invalid JSON entry: {e}")),
+    };
+    let kind = Kind::from_type(&raw.kind);
+    if kind == Kind::Header {
+        return line_err("a second session header");
+    }
+    let id = req_str(raw.id, "id")?;
+    check_id(&id, max_id_bytes)?;
+    let parent_id = opt_str(raw.parent_id, "parent_id")?;
+    let timestamp = req_str(raw.timestamp, "timestamp")?;
+    let mut entry = ParsedEntry {
+        kind,
+        type_name: raw.kind,
+        id,
+        parent_id,
+        timestamp,
+        target_id: None,
+        text: None,
+        first_kept: None,
+        retained_tail: false,
+        role: Role::None,
+        usage: None,
+    };
+    match kind {
+        Kind::Message => {
+            let head = match raw.message {
+                Some(head) if head.is_object => head,
+                _ => return line_err("`message` must be an object"),
+            };
+            let role = req_str(head.role, "message.role")?;
+            entry.role = Role::from_name(&role);
+            if entry.role == Role::Assistant {
+                entry.usage = parse_usage(head.usage);
+            }
+        }
+        Kind::Leaf => entry.target_id = opt_str(raw.target_id, "target_id")?,
+        Kind::Label => {
+            entry.target_id = Some(req_str(raw.target_id, "target_id")?);
+            entry.text = opt_str(raw.label, "label")?;
+        }
+        Kind::SessionInfo => entry.text = opt_str(raw.name, "name")?,
+        Kind::Compaction => {
+            entry.first_kept = opt_str(raw.first_kept_entry_id, "first_kept_entry_id")?;
+            entry.retained_tail = raw.retained_tail.is_some();
+            entry.usage = parse_usage(raw.usage);
+        }
+        Kind::BranchSummary => entry.usage = parse_usage(raw.usage),
+        _ => {}
+    }
+    Ok(entry)
+}
+
+#[derive(Deserialize)]
+struct RawHeader<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+}
+
+/// The newest file-format version this engine reads and writes.
+pub const FORMAT_VERSION: u64 = 3;
+
+/// Checks the header line; returns the session id.
+pub fn parse_header(line: &str) -> Result<String, LineError> {
+    let raw: RawHeader<'_> = match serde_json::from_str(line) {
+        Ok(raw) => raw,
+        Err(e) => return line_err(format!("malformed session header: {e}")),
+    };
+    if raw.kind != "session" {
+        return line_err(format!("line 1 is a {:?} entry, not a session header", raw.kind));
+    }
+    match raw.version.as_ref().and_then(serde_json::Value::as_u64) {
+        Some(v) if (1..=FORMAT_VERSION).contains(&v) => {}
+        Some(v) => {
+            return line_err(format!(
+                "session format version {v} is newer than this reader (max {FORMAT_VERSION})"
+            ))
+        }
+        None => return line_err("session header has no valid integer `version`"),
+    }
+    let id = req_str(raw.id, "id").map_err(|e| LineError(format!("session header: {e}")))?;
+    if id.is_empty() {
+        return line_err("session header has an empty `id`");
+    }
+    req_str(raw.timestamp, "timestamp").map_err(|e| LineError(format!("session header: {e}")))?;
+    Ok(id.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_base_fields_and_borrows() {
+        let e = parse_entry(
+            r#"{"type":"message","id":"a1","parent_id":null,"timestamp":"t","message":{"role":"user","content":"hi"}}"#,
+            256,
+        )
+        .unwrap();
+        assert_eq!(e.kind, Kind::Message);
+        assert_eq!(e.role, Role::User);
+        assert!(matches!(e.id, Cow::Borrowed("a1")));
+        assert_eq!(e.parent_id, None);
+    }
+
+    #[test]
+    fn escaped_ids_are_decoded() {
+        let e = parse_entry(
+            r#"{"type":"custom","id":"a\u0062","parent_id":"p\"q","timestamp":"t","custom_type":"x"}"#,
+            256,
+        )
+        .unwrap();
+        assert_eq!(e.id, "ab");
+        assert_eq!(e.parent_id.as_deref(), Some("p\"q"));
+    }
+
+    #[test]
+    fn assistant_usage_is_summed() {
+        let e = parse_entry(
+            r#"{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":{"role":"assistant","content":[],"usage":{"input":10,"output":5,"cache_read":1,"cache_write":2,"total_tokens":18,"cost":{"total":0.5}}}}"#,
+            256,
+        )
+        .unwrap();
+        let u = e.usage.unwrap();
+        assert_eq!((u.input, u.output, u.total_tokens), (10, 5, 18));
+        assert!((u.cost_total - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn unknown_types_may_reuse_field_names() {
+        let e = parse_entry(
+            r#"{"type":"future","id":"a","parent_id":null,"timestamp":"t","message":[1,{"x":2}],"name":{"n":1},"label":7}"#,
+            256,
+        )
+        .unwrap();
+        assert_eq!(e.kind, Kind::Unknown);
+        assert_eq!(e.type_name, "future");
+    }
+
+    #[test]
+    fn rejects_bad_lines() {
+        let cases = [
+            ("{", "invalid JSON"),
+            ("[]", "invalid JSON"),
+            (r#"{"type":"custom","parent_id":null,"timestamp":"t"}"#, "`id` is missing"),
+            (r#"{"type":"custom","id":"","parent_id":null,"timestamp":"t"}"#, "empty"),
+            (r#"{"type":"custom","id":5,"parent_id":null,"timestamp":"t"}"#, "`id` must be"),
+            (r#"{"type":"custom","id":"a","parent_id":3,"timestamp":"t"}"#, "parent_id"),
+            (r#"{"type":"custom","id":"a","parent_id":null}"#, "timestamp"),
+            (r#"{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":"x"}"#, "object"),
+            (r#"{"type":"label","id":"a","parent_id":null,"timestamp":"t","label":"x"}"#, "target_id"),
+            (r#"{"type":"custom","id":"a","id":"b","parent_id":null,"timestamp":"t"}"#, "duplicate"),
+            (r#"{"type":"session","version":3,"id":"s","timestamp":"t"}"#, "header"),
+        ];
+        for (line, want) in cases {
+            let got = parse_entry(line, 256).unwrap_err().0;
+            assert!(got.contains(want), "{line}: {got}");
+        }
+        let long = format!(
+            r#"{{"type":"custom","id":"{}","parent_id":null,"timestamp":"t"}}"#,
+            "x".repeat(300)
+        );
+        assert!(parse_entry(&long, 256).unwrap_err().0.contains("over the limit"));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let bomb = format!(
+            r#"{{"type":"custom","id":"a","parent_id":null,"timestamp":"t","data":{}{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(parse_entry(&bomb, 256).is_err());
+    }
+
+    #[test]
+    fn header_rules() {
+        assert_eq!(
+            parse_header(r#"{"type":"session","version":3,"id":"s1","timestamp":"t","cwd":"/"}"#).unwrap(),
+            "s1"
+        );
+        assert!(parse_header(r#"{"type":"session","version":4,"id":"s","timestamp":"t"}"#)
+            .unwrap_err()
+            .0
+            .contains("newer"));
+        assert!(parse_header(r#"{"type":"session","id":"s","timestamp":"t"}"#).is_err());
+        assert!(parse_header(r#"{"type":"message","version":3,"id":"s","timestamp":"t"}"#).is_err());
+        assert!(parse_header("garbage").is_err());
+    }
+}

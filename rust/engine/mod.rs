@@ -1,0 +1,12 @@
+//! The session engine: everything that must be fast and never wrong, free of PyO3.
+
+pub mod arena;
+pub mod error;
+pub mod jsonl;
+pub mod line;
+pub mod store;
+
+pub use arena::{Arena, Kind, Role, Stats, NONE};
+pub use error::{EngineError, ErrorCode, Result};
+pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};
+pub use store::Store;

@@ -1,0 +1,831 @@
+//! A session store: the arena plus the bytes behind it (a file or a memory buffer).
+//!
+//! One engine serves every storage: `InMemorySessionStorage` keeps its JSONL in a buffer,
+//! `JsonlSessionStorage` in a file, and both index it the same way. Raw entry bytes are
+//! kept intact; Python objects are made from them only on request.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use memchr::memchr;
+
+use crate::engine::arena::{Arena, RefProblem, NONE};
+use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::jsonl::{
+    self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, IssueKind,
+    Limits, Line, LoadIssue, LoadReport,
+};
+use crate::engine::line::{parse_entry, parse_header};
+
+/// `none` durability writes its buffer out once it holds this much.
+const BUFFER_LIMIT: usize = 1 << 16;
+
+/// The background syncer of `group` durability.
+struct GroupSync {
+    shared: Arc<(Mutex<SyncState>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct SyncState {
+    dirty: bool,
+    stop: bool,
+    failure: Option<EngineError>,
+}
+
+impl GroupSync {
+    fn start(file: File, path: PathBuf) -> GroupSync {
+        let shared = Arc::new((Mutex::new(SyncState::default()), Condvar::new()));
+        let worker = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("sessiontree-sync".into())
+            .spawn(move || {
+                let (lock, cvar) = &*worker;
+                let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if !state.dirty && !state.stop {
+                        state = cvar
+                            .wait_timeout(state, Duration::from_secs(1))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                    }
+                    if state.dirty && state.failure.is_none() {
+                        state.dirty = false;
+                        drop(state);
+                        // Wait a little so a burst of appends shares one sync.
+                        std::thread::sleep(Duration::from_millis(20));
+                        let res = file.sync_data();
+                        state = lock.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Err(e) = res {
+                            state.failure = Some(EngineError::io(
+                                format!("syncing {} (the storage is now unusable)", path.display()),
+                                &e,
+                            ));
+                        }
+                        continue;
+                    }
+                    if state.stop {
+                        break;
+                    }
+                }
+            })
+            .ok();
+        GroupSync { shared, thread }
+    }
+
+    fn mark_dirty(&self) -> Result<()> {
+        let (lock, cvar) = &*self.shared;
+        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = &state.failure {
+            return Err(f.clone());
+        }
+        if !state.dirty {
+            state.dirty = true;
+            cvar.notify_one();
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        {
+            let (lock, cvar) = &*self.shared;
+            let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+            state.stop = true;
+            cvar.notify_one();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let (lock, _) = &*self.shared;
+        let state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        match &state.failure {
+            Some(f) => Err(f.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+struct FileBacking {
+    path: PathBuf,
+    file: File,
+    writable: bool,
+    durability: Durability,
+    /// Bytes appended but not yet written (`none` durability).
+    pending: Vec<u8>,
+    /// Bytes of the file that are ours (written and scanned).
+    written_len: u64,
+    dev_ino: (u64, u64),
+    sync: Option<GroupSync>,
+}
+
+enum Backing {
+    Memory(Vec<u8>),
+    File(FileBacking),
+}
+
+/// Options for opening a file.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Open without the writer lock; never change the file.
+    pub readonly: bool,
+    /// Raise `corrupt` on any problem the lenient reader would report.
+    pub strict: bool,
+    /// The durability of appends.
+    pub durability: Durability,
+    /// Size limits.
+    pub limits: Limits,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            readonly: false,
+            strict: false,
+            durability: Durability::Group,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A session's index and bytes.
+pub struct Store {
+    arena: Arena,
+    backing: Backing,
+    header: Vec<u8>,
+    session_id: String,
+    report: LoadReport,
+    limits: Limits,
+    strict: bool,
+    next_line_no: u64,
+    closed: bool,
+    /// Set by a failed write or sync: every later call fails until reopened.
+    poisoned: Option<EngineError>,
+    torn_path: Option<PathBuf>,
+}
+
+fn check_header_line(line: &[u8]) -> Result<String> {
+    let text = std::str::from_utf8(line)
+        .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+}
+
+impl Store {
+    fn new(backing: Backing, header: Vec<u8>, session_id: String, limits: Limits) -> Store {
+        Store {
+            arena: Arena::new(),
+            backing,
+            header,
+            session_id,
+            report: LoadReport::default(),
+            limits,
+            strict: false,
+            next_line_no: 2,
+            closed: false,
+            poisoned: None,
+            torn_path: None,
+        }
+    }
+
+    /// A store kept in memory, starting from a header line (no newline).
+    pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
+        let id = check_header_line(header)?;
+        let mut buf = Vec::with_capacity(header.len() + 1);
+        buf.extend_from_slice(header);
+        buf.push(b'\n');
+        Ok(Store::new(Backing::Memory(buf), header.to_vec(), id, limits))
+    }
+
+    /// Loads a whole JSONL document held in memory (header first) into a memory store.
+    pub fn memory_from_bytes(data: &[u8], strict: bool, limits: Limits) -> Result<Store> {
+        let header_end = memchr(b'\n', data)
+            .ok_or_else(|| EngineError::new(ErrorCode::Corrupt, "missing session header"))?;
+        let mut store = Store::memory(&data[..header_end], limits)?;
+        store.strict = strict;
+        let body = &data[header_end + 1..];
+        let end = {
+            let mut sink = Vec::new();
+            let res = scan(
+                &mut &body[..],
+                (header_end + 1) as u64,
+                2,
+                limits.max_line_bytes,
+                |line, off, no| store.ingest(line, off, no, &mut sink),
+            );
+            res.map_err(|e| scan_error(Path::new("<memory>"), e))?
+        };
+        if let Backing::Memory(buf) = &mut store.backing {
+            buf.extend_from_slice(&data[header_end + 1..end.good_len as usize]);
+        }
+        store.next_line_no = end.next_line_no;
+        store.note_torn_tail(data.len() as u64 - end.good_len, end.good_len)?;
+        Ok(store)
+    }
+
+    /// Creates a new session file holding `header`; refuses an existing file (`exists`).
+    pub fn create(path: &Path, header: &[u8], durability: Durability, limits: Limits) -> Result<Store> {
+        let id = check_header_line(header)?;
+        if memchr(b'\n', header).is_some() {
+            return err(ErrorCode::InvalidArgument, "the header must be one line");
+        }
+        let mut file = create_private(path).map_err(|e| {
+            let mut e = EngineError::io(format!("creating {}", path.display()), &e);
+            if e.code == ErrorCode::Exists {
+                e.message = format!("{} already exists", path.display());
+            }
+            e
+        })?;
+        lock_writer(&file, path)?;
+        let mut line = header.to_vec();
+        line.push(b'\n');
+        let io_err = |e: std::io::Error| EngineError::io(format!("writing {}", path.display()), &e);
+        file.write_all(&line).map_err(io_err)?;
+        if durability != Durability::None {
+            file.sync_all().map_err(io_err)?;
+            jsonl::sync_parent_dir(path).map_err(io_err)?;
+        }
+        let meta = file.metadata().map_err(io_err)?;
+        let sync = (durability == Durability::Group)
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let backing = Backing::File(FileBacking {
+            path: path.to_path_buf(),
+            file,
+            writable: true,
+            durability,
+            pending: Vec::new(),
+            written_len: line.len() as u64,
+            dev_ino: (meta.dev(), meta.ino()),
+            sync,
+        });
+        Ok(Store::new(backing, header.to_vec(), id, limits))
+    }
+
+    /// Opens a session file; a writer takes the lock and cuts a torn tail into a side file.
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<Store> {
+        let ctx = |what: &str| format!("{what} {}", path.display());
+        let file = if opts.readonly {
+            File::open(path)
+        } else {
+            open_nofollow(path, true)
+        }
+        .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        if !opts.readonly {
+            lock_writer(&file, path)?;
+        }
+        let meta = file.metadata().map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        if !meta.is_file() {
+            return err(ErrorCode::Io, format!("{} is not a regular file", path.display()));
+        }
+        // The header: read up to its newline.
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, &file);
+        let mut header = Vec::new();
+        {
+            use std::io::{BufRead, Read};
+            let mut limited = (&mut reader).take(opts.limits.max_line_bytes as u64 + 1);
+            limited
+                .read_until(b'\n', &mut header)
+                .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        }
+        if header.last() != Some(&b'\n') {
+            return err(
+                ErrorCode::Corrupt,
+                format!("{}: missing or incomplete session header", path.display()),
+            );
+        }
+        header.pop();
+        if header.last() == Some(&b'\r') {
+            header.pop();
+        }
+        let id = check_header_line(&header)
+            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
+        let header_len = reader.stream_position().map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let sync = (!opts.readonly && opts.durability == Durability::Group)
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let backing = Backing::File(FileBacking {
+            path: path.to_path_buf(),
+            file: file.try_clone().map_err(|e| EngineError::io(ctx("opening"), &e))?,
+            writable: !opts.readonly,
+            durability: opts.durability,
+            pending: Vec::new(),
+            written_len: header_len,
+            dev_ino: (meta.dev(), meta.ino()),
+            sync,
+        });
+        let mut store = Store::new(backing, header, id, opts.limits);
+        store.strict = opts.strict;
+        store.next_line_no = 2;
+        let torn = store.scan_from(&mut reader, header_len)?;
+        drop(reader);
+        if torn > 0 {
+            let good = store.file_backing().map_or(0, |b| b.written_len);
+            store.note_torn_tail(torn, good)?;
+            if !opts.readonly {
+                store.cut_torn_tail(torn)?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// Scans lines after the known part; returns the number of torn-tail bytes.
+    fn scan_from<R: std::io::Read>(&mut self, reader: &mut R, offset: u64) -> Result<u64> {
+        let path = self.file_backing().map(|b| b.path.clone()).unwrap_or_default();
+        let mut sink = Vec::new();
+        let end = scan(
+            reader,
+            offset,
+            self.next_line_no,
+            self.limits.max_line_bytes,
+            |line, off, no| self.ingest(line, off, no, &mut sink),
+        )
+        .map_err(|e| scan_error(&path, e))?;
+        self.next_line_no = end.next_line_no;
+        let file_len = match &self.backing {
+            Backing::File(b) => b.file.metadata().map(|m| m.len()).unwrap_or(end.good_len),
+            Backing::Memory(_) => end.good_len,
+        };
+        if let Backing::File(b) = &mut self.backing {
+            b.written_len = end.good_len;
+        }
+        Ok(file_len.saturating_sub(end.good_len))
+    }
+
+    fn note_torn_tail(&mut self, torn: u64, at: u64) -> Result<()> {
+        if torn == 0 {
+            return Ok(());
+        }
+        self.report.torn_tail_bytes = torn;
+        self.issue(
+            IssueKind::TornTail,
+            self.next_line_no,
+            at,
+            format!("incomplete last line ({torn} bytes without a newline)"),
+        )
+    }
+
+    /// Moves a torn tail into `<file>.torn-<UTC stamp>` and truncates the file before it.
+    fn cut_torn_tail(&mut self, torn: u64) -> Result<()> {
+        let Backing::File(b) = &mut self.backing else {
+            return Ok(());
+        };
+        let ctx = |what: &str| format!("{what} {}", b.path.display());
+        let mut tail = vec![0u8; torn as usize];
+        b.file
+            .read_exact_at(&mut tail, b.written_len)
+            .map_err(|e| EngineError::io(ctx("reading the torn tail of"), &e))?;
+        let mut side = b.path.clone().into_os_string();
+        side.push(format!(".torn-{}", jsonl::utc_stamp()));
+        let side = PathBuf::from(side);
+        let mut f = create_private(&side).map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
+        f.write_all(&tail)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
+        b.file
+            .set_len(b.written_len)
+            .and_then(|()| b.file.sync_all())
+            .map_err(|e| EngineError::io(ctx("trimming the torn tail of"), &e))?;
+        self.torn_path = Some(side);
+        Ok(())
+    }
+
+    fn issue(&mut self, kind: IssueKind, line: u64, offset: u64, message: String) -> Result<()> {
+        if self.strict {
+            return err(
+                ErrorCode::Corrupt,
+                format!("line {line} (byte {offset}): {}: {message}", kind.as_str()),
+            );
+        }
+        self.report.issues.push(LoadIssue {
+            line,
+            offset,
+            kind,
+            message,
+        });
+        Ok(())
+    }
+
+    /// Indexes one scanned line (the lenient reader's rules, or `corrupt` in strict mode).
+    fn ingest(&mut self, line: Line<'_>, offset: u64, line_no: u64, _sink: &mut Vec<u8>) -> Result<()> {
+        let bytes = match line {
+            Line::TooLarge(n) => {
+                let max = self.limits.max_line_bytes;
+                return self.issue(
+                    IssueKind::TooLarge,
+                    line_no,
+                    offset,
+                    format!("line of {n} bytes is over the limit of {max}"),
+                );
+            }
+            Line::Text(t) => t,
+        };
+        let trimmed = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if trimmed.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let Ok(text) = std::str::from_utf8(trimmed) else {
+            return self.issue(IssueKind::InvalidUtf8, line_no, offset, "line is not valid UTF-8".into());
+        };
+        if self.limits.depth_exceeded(trimmed) {
+            let max = self.limits.max_depth;
+            return self.issue(
+                IssueKind::TooLarge,
+                line_no,
+                offset,
+                format!("JSON nested deeper than the limit of {max}"),
+            );
+        }
+        let parsed = match parse_entry(text, self.limits.max_id_bytes) {
+            Ok(p) => p,
+            Err(e) => return self.issue(IssueKind::Malformed, line_no, offset, e.0),
+        };
+        let (parent, target, problems) = self.arena.resolve(&parsed);
+        for p in &problems {
+            let (kind, message) = match p {
+                RefProblem::DuplicateId => (
+                    IssueKind::DuplicateId,
+                    format!("id {:?} was already used; this line is ignored", parsed.id),
+                ),
+                RefProblem::DanglingParent => (
+                    IssueKind::DanglingParent,
+                    format!(
+                        "parent_id {:?} names no earlier entry; {:?} is made a root",
+                        parsed.parent_id.as_deref().unwrap_or_default(),
+                        parsed.id
+                    ),
+                ),
+                RefProblem::UnknownLeafTarget => (
+                    IssueKind::UnknownLeafTarget,
+                    format!(
+                        "leaf target {:?} is unknown; the leaf is unchanged",
+                        parsed.target_id.as_deref().unwrap_or_default()
+                    ),
+                ),
+                RefProblem::UnknownLabelTarget => continue,
+            };
+            self.issue(kind, line_no, offset, message)?;
+        }
+        if problems.contains(&RefProblem::DuplicateId) {
+            return Ok(());
+        }
+        self.arena
+            .push(&parsed, parent, target, offset, trimmed.len() as u32, line_no);
+        Ok(())
+    }
+
+    fn file_backing(&self) -> Option<&FileBacking> {
+        match &self.backing {
+            Backing::File(b) => Some(b),
+            Backing::Memory(_) => None,
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed {
+            return err(ErrorCode::Closed, "the session storage is closed");
+        }
+        if let Some(p) = &self.poisoned {
+            return Err(p.clone());
+        }
+        Ok(())
+    }
+
+    /// The arena (index, tree, labels, stats).
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// The header line (no newline).
+    pub fn header(&self) -> &[u8] {
+        &self.header
+    }
+
+    /// The session id from the header.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// What the load found.
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// Where a writer open saved a torn tail.
+    pub fn torn_path(&self) -> Option<&Path> {
+        self.torn_path.as_deref()
+    }
+
+    /// The file path, for file stores.
+    pub fn path(&self) -> Option<&Path> {
+        self.file_backing().map(|b| b.path.as_path())
+    }
+
+    /// True after `close()`.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// True for a read-only file store.
+    pub fn is_readonly(&self) -> bool {
+        self.file_backing().is_some_and(|b| !b.writable)
+    }
+
+    /// Total bytes of the session (header and entries, pending ones included).
+    pub fn byte_len(&self) -> u64 {
+        match &self.backing {
+            Backing::Memory(buf) => buf.len() as u64,
+            Backing::File(b) => b.written_len + b.pending.len() as u64,
+        }
+    }
+
+    /// The whole JSONL document of a memory store.
+    pub fn memory_bytes(&self) -> Option<&[u8]> {
+        match &self.backing {
+            Backing::Memory(buf) => Some(buf),
+            Backing::File(_) => None,
+        }
+    }
+
+    /// The raw line of entry `idx` (no newline).
+    pub fn line(&self, idx: u32) -> Result<Vec<u8>> {
+        self.check_open()?;
+        let node = self.arena.node(idx);
+        let (off, len) = (node.offset, node.len as usize);
+        match &self.backing {
+            Backing::Memory(buf) => Ok(buf[off as usize..off as usize + len].to_vec()),
+            Backing::File(b) => {
+                let mut out = vec![0u8; len];
+                if off >= b.written_len {
+                    let start = (off - b.written_len) as usize;
+                    out.copy_from_slice(&b.pending[start..start + len]);
+                } else {
+                    b.file.read_exact_at(&mut out, off).map_err(|e| {
+                        EngineError::io(format!("reading {}", b.path.display()), &e)
+                    })?;
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// A fresh 8-hex-digit entry id not used in this session.
+    pub fn create_entry_id(&self) -> String {
+        loop {
+            let id = format!("{:08x}", fastrand::u32(..));
+            if self.arena.lookup(&id).is_none() {
+                return id;
+            }
+        }
+    }
+
+    /// Appends one entry line (compact JSON, no newline); returns its arena index.
+    ///
+    /// The line is parsed by the same code as the reader, so what is written is exactly
+    /// what a reopen will see. Nothing is written when the line or its references are bad.
+    pub fn append(&mut self, line: &[u8]) -> Result<u32> {
+        self.check_open()?;
+        if self.is_readonly() {
+            return err(ErrorCode::Readonly, "the session storage is read-only");
+        }
+        if line.len() > self.limits.max_line_bytes {
+            return err(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "entry of {} bytes is over the line limit of {}",
+                    line.len(),
+                    self.limits.max_line_bytes
+                ),
+            );
+        }
+        if memchr(b'\n', line).is_some() {
+            return err(ErrorCode::InvalidArgument, "an entry line must not contain a newline");
+        }
+        if self.limits.depth_exceeded(line) {
+            return err(
+                ErrorCode::LimitExceeded,
+                format!("entry nests deeper than the limit of {}", self.limits.max_depth),
+            );
+        }
+        let text = std::str::from_utf8(line)
+            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
+        let parsed = parse_entry(text, self.limits.max_id_bytes).map_err(|e| {
+            let code = if e.0.contains("over the limit") {
+                ErrorCode::LimitExceeded
+            } else {
+                ErrorCode::InvalidArgument
+            };
+            EngineError::new(code, e.0)
+        })?;
+        let (parent, target, problems) = self.arena.resolve(&parsed);
+        if let Some(p) = problems.first() {
+            let (code, message) = match p {
+                RefProblem::DuplicateId => (
+                    ErrorCode::DuplicateId,
+                    format!("entry id {:?} already exists", parsed.id),
+                ),
+                RefProblem::DanglingParent => (
+                    ErrorCode::NotFound,
+                    format!(
+                        "parent entry {:?} not found",
+                        parsed.parent_id.as_deref().unwrap_or_default()
+                    ),
+                ),
+                RefProblem::UnknownLeafTarget | RefProblem::UnknownLabelTarget => (
+                    ErrorCode::NotFound,
+                    format!(
+                        "target entry {:?} not found",
+                        parsed.target_id.as_deref().unwrap_or_default()
+                    ),
+                ),
+            };
+            return err(code, message);
+        }
+        let offset = self.byte_len();
+        self.write_line(line)?;
+        let line_no = self.next_line_no;
+        self.next_line_no += 1;
+        Ok(self
+            .arena
+            .push(&parsed, parent, target, offset, line.len() as u32, line_no))
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> Result<()> {
+        let Backing::File(b) = &mut self.backing else {
+            if let Backing::Memory(buf) = &mut self.backing {
+                buf.extend_from_slice(line);
+                buf.push(b'\n');
+            }
+            return Ok(());
+        };
+        if let Some(sync) = &b.sync {
+            if let Err(e) = sync.mark_dirty_check() {
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
+        }
+        check_unchanged(b)?;
+        b.pending.extend_from_slice(line);
+        b.pending.push(b'\n');
+        if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
+            return Ok(());
+        }
+        let res = write_pending(b);
+        if let Err(e) = res {
+            self.poisoned = e.1.then(|| e.0.clone());
+            return Err(e.0);
+        }
+        Ok(())
+    }
+
+    /// Writes buffered appends and, unless durability is `none`, syncs them.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_open()?;
+        let Backing::File(b) = &mut self.backing else {
+            return Ok(());
+        };
+        if !b.writable {
+            return Ok(());
+        }
+        if !b.pending.is_empty() {
+            if let Err(e) = write_pending(b) {
+                self.poisoned = e.1.then(|| e.0.clone());
+                return Err(e.0);
+            }
+        }
+        if b.durability != Durability::None {
+            if let Err(e) = b.file.sync_data() {
+                let e = EngineError::io(format!("syncing {}", b.path.display()), &e);
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads lines appended by another writer since the last load (read-only stores).
+    ///
+    /// Returns how many entries were added.
+    pub fn refresh(&mut self) -> Result<usize> {
+        self.check_open()?;
+        let before = self.arena.len();
+        let (file, offset, path) = match &self.backing {
+            Backing::File(b) if !b.writable => (
+                b.file.try_clone().map_err(|e| EngineError::io("refreshing", &e))?,
+                b.written_len,
+                b.path.clone(),
+            ),
+            Backing::File(_) => return Ok(0),
+            Backing::Memory(_) => return Ok(0),
+        };
+        let meta = std::fs::metadata(&path).map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
+        let b = self.file_backing().map(|b| b.dev_ino).unwrap_or_default();
+        if (meta.dev(), meta.ino()) != b || meta.len() < offset {
+            return err(
+                ErrorCode::ModifiedExternally,
+                format!("{} was replaced or truncated; reopen it", path.display()),
+            );
+        }
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))
+            .map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, f);
+        let torn = self.scan_from(&mut reader, offset)?;
+        self.report.torn_tail_bytes = torn;
+        Ok(self.arena.len() - before)
+    }
+
+    /// Flushes, stops the syncer, releases the lock. Idempotent.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let mut result = if self.poisoned.is_none() { self.flush() } else { Ok(()) };
+        if let Backing::File(b) = &mut self.backing {
+            if let Some(mut sync) = b.sync.take() {
+                let stopped = sync.stop();
+                if result.is_ok() {
+                    result = stopped;
+                }
+            }
+            if b.writable {
+                let _ = b.file.unlock();
+            }
+        }
+        self.closed = true;
+        result
+    }
+}
+
+impl GroupSync {
+    /// Fails with the syncer's error if a background sync has failed.
+    fn mark_dirty_check(&self) -> Result<()> {
+        let (lock, _) = &*self.shared;
+        let state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        match &state.failure {
+            Some(f) => Err(f.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Refuses to write when the file changed size or was replaced since we last wrote.
+fn check_unchanged(b: &FileBacking) -> Result<()> {
+    let changed = |why: &str| {
+        err(
+            ErrorCode::ModifiedExternally,
+            format!(
+                "{} {why} since it was opened; nothing was written (reopen it)",
+                b.path.display()
+            ),
+        )
+    };
+    match std::fs::symlink_metadata(&b.path) {
+        Ok(m) if (m.dev(), m.ino()) == b.dev_ino => {}
+        Ok(_) => return changed("was replaced"),
+        Err(_) => return changed("was removed"),
+    }
+    match b.file.metadata() {
+        Ok(m) if m.len() == b.written_len => Ok(()),
+        Ok(_) => changed("was changed by another program"),
+        Err(e) => Err(EngineError::io(format!("checking {}", b.path.display()), &e)),
+    }
+}
+
+/// Writes `pending` in one `write`; on failure trims any partial line back off.
+///
+/// The error's flag says whether the handle must be poisoned (the trim also failed, or
+/// a sync failed, so the file state is unknown).
+fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, bool)> {
+    let path = b.path.display().to_string();
+    if let Err(e) = b.file.write_all_at(&b.pending, b.written_len) {
+        let error = EngineError::io(format!("appending to {path}"), &e);
+        b.pending.clear();
+        let trimmed = b.file.set_len(b.written_len).is_ok();
+        return Err((error, !trimmed));
+    }
+    b.written_len += b.pending.len() as u64;
+    b.pending.clear();
+    match b.durability {
+        Durability::Fsync => b
+            .file
+            .sync_data()
+            .map_err(|e| (EngineError::io(format!("syncing {path}"), &e), true)),
+        Durability::Group => match &b.sync {
+            Some(s) => s.mark_dirty().map_err(|e| (e, true)),
+            None => Ok(()),
+        },
+        Durability::None | Durability::Flush => Ok(()),
+    }
+}
+
+/// Parent indices of every entry and the leaf, for callers that walk the tree themselves.
+pub fn leaf_index(store: &Store) -> Option<u32> {
+    let leaf = store.arena().leaf();
+    (leaf != NONE).then_some(leaf)
+}

@@ -1,0 +1,509 @@
+//! The PyO3 binding: a thin wrapper exposing the engine to `sessiontree` as `_core`.
+//!
+//! Arguments are checked in Python; this module converts engine errors at one point
+//! (`to_py_err`), releases the GIL around file work and hands out raw lines as `bytes`.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::engine::arena::{Kind, Role, NONE};
+use crate::engine::store::OpenOptions;
+use crate::engine::{Durability, EngineError, Limits, Store};
+
+/// Converts an engine error into the matching `sessiontree.errors.SessionError` subclass.
+fn to_py_err(py: Python<'_>, e: EngineError) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let errors = py.import("sessiontree.errors")?;
+        let exc = errors
+            .getattr("_from_core")?
+            .call1((e.code.as_str(), e.message.as_str(), e.errno))?;
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|err| err)
+}
+
+fn limits(max_line_bytes: Option<usize>, max_depth: Option<usize>, max_id_bytes: Option<usize>) -> Limits {
+    let d = Limits::default();
+    Limits {
+        max_line_bytes: max_line_bytes.unwrap_or(d.max_line_bytes),
+        max_depth: max_depth.unwrap_or(d.max_depth),
+        max_id_bytes: max_id_bytes.unwrap_or(d.max_id_bytes),
+    }
+}
+
+fn opt_idx(idx: u32) -> Option<u32> {
+    (idx != NONE).then_some(idx)
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Header => "session",
+        Kind::Message => "message",
+        Kind::ThinkingLevelChange => "thinking_level_change",
+        Kind::ModelChange => "model_change",
+        Kind::ActiveToolsChange => "active_tools_change",
+        Kind::Compaction => "compaction",
+        Kind::BranchSummary => "branch_summary",
+        Kind::Custom => "custom",
+        Kind::CustomMessage => "custom_message",
+        Kind::Label => "label",
+        Kind::SessionInfo => "session_info",
+        Kind::Leaf => "leaf",
+        Kind::Unknown => "unknown",
+    }
+}
+
+fn role_name(role: Role) -> Option<&'static str> {
+    match role {
+        Role::None => None,
+        Role::User => Some("user"),
+        Role::Assistant => Some("assistant"),
+        Role::ToolResult => Some("tool_result"),
+        Role::Custom => Some("custom"),
+        Role::CompactionSummary => Some("compaction_summary"),
+        Role::BranchSummary => Some("branch_summary"),
+        Role::Other => Some("other"),
+    }
+}
+
+/// One session's engine: the arena over a file or a memory buffer.
+#[pyclass(module = "sessiontree._core", name = "Engine")]
+pub struct PyEngine {
+    store: Store,
+}
+
+impl PyEngine {
+    fn idx(&self, py: Python<'_>, id: &str) -> PyResult<u32> {
+        self.store.arena().lookup(id).ok_or_else(|| {
+            to_py_err(
+                py,
+                EngineError::new(crate::engine::ErrorCode::NotFound, format!("entry {id:?} not found")),
+            )
+        })
+    }
+
+    fn lines_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::with_capacity(idxs.len());
+        for &i in idxs {
+            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            out.push(PyBytes::new(py, &line));
+        }
+        PyList::new(py, out)
+    }
+
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        if self.store.is_closed() {
+            return Err(to_py_err(
+                py,
+                EngineError::new(crate::engine::ErrorCode::Closed, "the session storage is closed"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyEngine {
+    /// A new memory engine from a header line.
+    #[staticmethod]
+    #[pyo3(signature = (header, max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    fn memory(
+        py: Python<'_>,
+        header: &[u8],
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let store = Store::memory(header, limits(max_line_bytes, max_depth, max_id_bytes))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine { store })
+    }
+
+    /// A memory engine loaded from a whole JSONL document.
+    #[staticmethod]
+    #[pyo3(signature = (data, strict=false, max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        strict: bool,
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let lim = limits(max_line_bytes, max_depth, max_id_bytes);
+        let store = Store::memory_from_bytes(data, strict, lim).map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine { store })
+    }
+
+    /// Creates a session file (exclusive, 0600) holding `header`.
+    #[staticmethod]
+    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        header: Vec<u8>,
+        durability: &str,
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let dur = Durability::parse(durability).map_err(|e| to_py_err(py, e))?;
+        let lim = limits(max_line_bytes, max_depth, max_id_bytes);
+        let store = py
+            .detach(|| Store::create(&path, &header, dur, lim))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine { store })
+    }
+
+    /// Opens a session file.
+    #[staticmethod]
+    #[pyo3(signature = (path, readonly=false, strict=false, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        readonly: bool,
+        strict: bool,
+        durability: &str,
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let opts = OpenOptions {
+            readonly,
+            strict,
+            durability: Durability::parse(durability).map_err(|e| to_py_err(py, e))?,
+            limits: limits(max_line_bytes, max_depth, max_id_bytes),
+        };
+        let store = py
+            .detach(|| Store::open(&path, opts))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine { store })
+    }
+
+    /// The header line.
+    fn header<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.store.header())
+    }
+
+    /// The session id.
+    #[getter]
+    fn session_id(&self) -> &str {
+        self.store.session_id()
+    }
+
+    /// The file path, or None for memory engines.
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.store.path().map(PathBuf::from)
+    }
+
+    /// True after close().
+    #[getter]
+    fn closed(&self) -> bool {
+        self.store.is_closed()
+    }
+
+    /// True for a read-only file engine.
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.store.is_readonly()
+    }
+
+    /// Bytes of the session document.
+    #[getter]
+    fn byte_len(&self) -> u64 {
+        self.store.byte_len()
+    }
+
+    /// Where a writer open saved a torn tail.
+    #[getter]
+    fn torn_path(&self) -> Option<PathBuf> {
+        self.store.torn_path().map(PathBuf::from)
+    }
+
+    fn __len__(&self) -> usize {
+        self.store.arena().len()
+    }
+
+    /// The whole document of a memory engine.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.store.memory_bytes().map(|b| PyBytes::new(py, b))
+    }
+
+    /// (issues as (line, offset, kind, message) tuples, torn_tail_bytes).
+    fn report(&self) -> (Vec<(u64, u64, &'static str, String)>, u64) {
+        let r = self.store.report();
+        let issues = r
+            .issues
+            .iter()
+            .map(|i| (i.line, i.offset, i.kind.as_str(), i.message.clone()))
+            .collect();
+        (issues, r.torn_tail_bytes)
+    }
+
+    /// The current leaf's index, or None.
+    fn leaf(&self) -> Option<u32> {
+        opt_idx(self.store.arena().leaf())
+    }
+
+    /// The index of `id`, or None.
+    fn lookup(&self, id: &str) -> Option<u32> {
+        self.store.arena().lookup(id)
+    }
+
+    /// The id of entry `idx`.
+    fn id_of(&self, idx: u32) -> PyResult<String> {
+        if idx as usize >= self.store.arena().len() {
+            return Err(PyRuntimeError::new_err("index out of range"));
+        }
+        Ok(self.store.arena().id(idx).to_owned())
+    }
+
+    /// (type, role, parent index, target index, line number) of entry `idx`.
+    #[allow(clippy::type_complexity)]
+    fn info(&self, idx: u32) -> PyResult<(&'static str, Option<&'static str>, Option<u32>, Option<u32>, u64)> {
+        if idx as usize >= self.store.arena().len() {
+            return Err(PyRuntimeError::new_err("index out of range"));
+        }
+        let n = self.store.arena().node(idx);
+        Ok((kind_name(n.kind), role_name(n.role), opt_idx(n.parent), opt_idx(n.target), n.line_no))
+    }
+
+    /// The raw line of `id` (None if unknown).
+    fn get_line<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        self.check(py)?;
+        match self.store.arena().lookup(id) {
+            None => Ok(None),
+            Some(i) => {
+                let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+                Ok(Some(PyBytes::new(py, &line)))
+            }
+        }
+    }
+
+    /// The raw lines of entries `idxs`.
+    fn lines<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        self.lines_of(py, &idxs)
+    }
+
+    /// Raw lines of the path from the root to `id` (empty for None).
+    fn path_to_root<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        let path = match id {
+            None => Vec::new(),
+            Some(id) => self.store.arena().path_to_root(self.idx(py, id)?),
+        };
+        self.lines_of(py, &path)
+    }
+
+    /// Raw lines of the path to the root or the nearest compaction's cut (FORMAT.md).
+    fn path_to_root_or_compaction<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        let path = match id {
+            None => Vec::new(),
+            Some(id) => self.store.arena().path_to_root_or_compaction(self.idx(py, id)?),
+        };
+        self.lines_of(py, &path)
+    }
+
+    /// Indices of the path to the root or compaction cut.
+    fn path_indices(&self, py: Python<'_>, id: Option<&str>, to_compaction: bool) -> PyResult<Vec<u32>> {
+        self.check(py)?;
+        Ok(match id {
+            None => Vec::new(),
+            Some(id) => {
+                let i = self.idx(py, id)?;
+                if to_compaction {
+                    self.store.arena().path_to_root_or_compaction(i)
+                } else {
+                    self.store.arena().path_to_root(i)
+                }
+            }
+        })
+    }
+
+    /// The entries that set thinking level, model and active tools on the path to `id`:
+    /// raw lines of the nearest of each (None where absent).
+    fn state_lines<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        let arena = self.store.arena();
+        let mut found = [NONE; 3];
+        let mut cur = match id {
+            None => NONE,
+            Some(id) => self.idx(py, id)?,
+        };
+        while cur != NONE && found.contains(&NONE) {
+            let n = arena.node(cur);
+            let slot = match n.kind {
+                Kind::ThinkingLevelChange => Some(0),
+                Kind::ModelChange => Some(1),
+                Kind::Message if n.role == Role::Assistant => Some(1),
+                Kind::ActiveToolsChange => Some(2),
+                _ => None,
+            };
+            if let Some(s) = slot {
+                if found[s] == NONE {
+                    found[s] = cur;
+                }
+            }
+            cur = n.parent;
+        }
+        let mut out: Vec<Option<Bound<'py, PyBytes>>> = Vec::with_capacity(3);
+        for f in found {
+            out.push(if f == NONE {
+                None
+            } else {
+                Some(PyBytes::new(py, &self.store.line(f).map_err(|e| to_py_err(py, e))?))
+            });
+        }
+        PyList::new(py, out)
+    }
+
+    /// Child indices of `id` in file order (roots for None).
+    fn children(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Vec<u32>> {
+        let parent = match id {
+            None => NONE,
+            Some(id) => self.idx(py, id)?,
+        };
+        Ok(self.store.arena().children(parent).collect())
+    }
+
+    /// Parent index of every entry (-1 for roots), in file order.
+    fn parents(&self) -> Vec<i64> {
+        let a = self.store.arena();
+        (0..a.len() as u32)
+            .map(|i| {
+                let p = a.node(i).parent;
+                if p == NONE {
+                    -1
+                } else {
+                    i64::from(p)
+                }
+            })
+            .collect()
+    }
+
+    /// Indices of the entries of type `type_name`, in file order.
+    fn find(&self, type_name: &str) -> Vec<u32> {
+        self.store.arena().find(type_name)
+    }
+
+    /// Indices in file order (or newest first), optionally of one type, after `since`.
+    #[pyo3(signature = (type_name=None, since=None, limit=None, reverse=false))]
+    fn select(
+        &self,
+        py: Python<'_>,
+        type_name: Option<&str>,
+        since: Option<&str>,
+        limit: Option<usize>,
+        reverse: bool,
+    ) -> PyResult<Vec<u32>> {
+        let a = self.store.arena();
+        let start = match since {
+            None => 0,
+            Some(id) => self.idx(py, id)? + 1,
+        };
+        let kind = type_name.map(Kind::from_type);
+        let keep = |i: &u32| match (type_name, kind) {
+            (None, _) => true,
+            (Some(t), Some(Kind::Unknown)) => a.unknown_type(*i) == Some(t),
+            (Some(_), Some(k)) => a.node(*i).kind == k,
+            (Some(_), None) => false,
+        };
+        let limit = limit.unwrap_or(usize::MAX);
+        let range = start..a.len() as u32;
+        Ok(if reverse {
+            range.rev().filter(keep).take(limit).collect()
+        } else {
+            range.filter(keep).take(limit).collect()
+        })
+    }
+
+    /// The label on `id`.
+    fn label(&self, id: &str) -> Option<String> {
+        let a = self.store.arena();
+        a.lookup(id).and_then(|i| a.label(i)).map(str::to_owned)
+    }
+
+    /// Every label as {entry id: label}.
+    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let a = self.store.arena();
+        let d = PyDict::new(py);
+        for (i, label) in a.labels() {
+            d.set_item(a.id(i), label)?;
+        }
+        Ok(d)
+    }
+
+    /// The session name.
+    fn name(&self) -> Option<String> {
+        self.store.arena().name().map(str::to_owned)
+    }
+
+    /// The newest entry timestamp.
+    fn newest_timestamp(&self) -> Option<String> {
+        self.store.arena().newest_timestamp().map(str::to_owned)
+    }
+
+    /// (entry, message, user, assistant, tool_result counts, input, output, cache_read,
+    /// cache_write, total_tokens, cost_total).
+    #[allow(clippy::type_complexity)]
+    fn stats(&self) -> (u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, f64) {
+        let s = self.store.arena().stats();
+        let u = s.usage;
+        (
+            s.entry_count,
+            s.message_count,
+            s.user_message_count,
+            s.assistant_message_count,
+            s.tool_result_count,
+            u.input,
+            u.output,
+            u.cache_read,
+            u.cache_write,
+            u.total_tokens,
+            u.cost_total,
+        )
+    }
+
+    /// A fresh unused 8-hex-digit id.
+    fn create_entry_id(&self) -> String {
+        self.store.create_entry_id()
+    }
+
+    /// Appends one entry line; returns its index.
+    fn append(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<u32> {
+        let store = &mut self.store;
+        py.detach(|| store.append(line)).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Writes buffered appends and syncs.
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let store = &mut self.store;
+        py.detach(|| store.flush()).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Picks up lines appended by another writer (read-only engines).
+    fn refresh(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let store = &mut self.store;
+        py.detach(|| store.refresh()).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Flushes and releases the file. Idempotent.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let store = &mut self.store;
+        py.detach(|| store.close()).map_err(|e| to_py_err(py, e))
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEngine>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
