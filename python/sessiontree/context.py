@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-
 from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -95,12 +94,26 @@ class SessionContextBuildOptions:
         object.__setattr__(self, "entry_projectors", MappingProxyType(projectors))
 
 
+def _check_options(name: str, options: object) -> None:
+    if options is not None and not isinstance(options, SessionContextBuildOptions):
+        raise SessionError(
+            "invalid_argument",
+            f"{name} must be SessionContextBuildOptions or None, not {type(options).__name__}",
+        )
+
+
 def merge_context_build_options(
     base: SessionContextBuildOptions | None,
     override: SessionContextBuildOptions | None,
 ) -> SessionContextBuildOptions:
     """Combines two option sets: base transforms first, then the override's; projectors
-    merged with the override winning on the same ``custom_type``."""
+    merged with the override winning on the same ``custom_type``.
+
+    Raises:
+        SessionError: ``invalid_argument`` if either is not options or ``None``.
+    """
+    _check_options("base", base)
+    _check_options("override", override)
     if base is None:
         return override or SessionContextBuildOptions()
     if override is None:
@@ -170,6 +183,7 @@ def build_context_entries(
 
     An exception raised by a transform reaches the caller unchanged.
     """
+    _check_options("options", options)
     entries = default_context_entry_transform(path_entries)
     if options is not None:
         for transform in options.entry_transforms:

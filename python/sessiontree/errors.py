@@ -12,20 +12,20 @@ from typing import Any, Final
 
 __all__ = [
     "ERROR_CODES",
-    "SessionError",
-    "NotFoundError",
-    "InvalidForkTargetError",
-    "InvalidArgumentError",
-    "InvalidIdError",
+    "ClosedError",
     "CorruptError",
     "DuplicateIdError",
-    "LockedError",
-    "ReadonlyError",
-    "ClosedError",
-    "ModifiedExternallyError",
-    "LimitExceededError",
-    "SessionIOError",
     "ExistsError",
+    "InvalidArgumentError",
+    "InvalidForkTargetError",
+    "InvalidIdError",
+    "LimitExceededError",
+    "LockedError",
+    "ModifiedExternallyError",
+    "NotFoundError",
+    "ReadonlyError",
+    "SessionError",
+    "SessionIOError",
 ]
 
 ERROR_CODES: Final = (
@@ -67,7 +67,7 @@ class SessionError(Exception):
         target = _BY_CODE.get(code, cls) if cls is SessionError else cls
         # ``super(SessionError, target)`` reaches the builtin's own ``__new__``
         # (``OSError`` insists on it).
-        return super(SessionError, target).__new__(target)  # type: ignore[no-any-return]
+        return super(SessionError, target).__new__(target)
 
     def __init__(self, code: str, message: str = "") -> None:
         if code not in ERROR_CODES:

@@ -24,6 +24,7 @@ from .entries import (
     ModelChangeEntry,
     SessionInfoEntry,
     SessionTreeEntry,
+    ThinkingLevel,
     ThinkingLevelChangeEntry,
     entry_from_json,
 )
@@ -65,7 +66,8 @@ class Session:
     ) -> None:
         if not isinstance(storage, SessionStorage):
             raise SessionError(
-                "invalid_argument", f"storage must be a SessionStorage, not {type(storage).__name__}"
+                "invalid_argument",
+                f"storage must be a SessionStorage, not {type(storage).__name__}",
             )
         if context_build_options is not None and not isinstance(
             context_build_options, SessionContextBuildOptions
@@ -103,7 +105,7 @@ class Session:
         """Appends a message (user, assistant, tool result, ...)."""
         return self._append(MessageEntry(message=message, **self._base()))
 
-    def append_thinking_level_change(self, level: str) -> str:
+    def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""
         return self._append(ThinkingLevelChangeEntry(thinking_level=level, **self._base()))
 

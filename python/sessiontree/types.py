@@ -146,7 +146,7 @@ class TreeNode:
                 continue
             if a.entry != b.entry or a.label != b.label or len(a.children) != len(b.children):
                 return False
-            stack.extend(zip(a.children, b.children))
+            stack.extend(zip(a.children, b.children, strict=True))
         return True
 
     __hash__ = None  # type: ignore[assignment]

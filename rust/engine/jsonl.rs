@@ -45,29 +45,32 @@ impl Durability {
 pub struct Limits {
     /// Longest accepted line in bytes (newline excluded).
     pub max_line_bytes: usize,
-    /// Deepest accepted JSON nesting (the parser's own hard cap is 128).
+    /// Deepest accepted JSON nesting (Python's own `json` gives up near 1,000 levels).
     pub max_depth: usize,
     /// Longest accepted entry id in bytes.
     pub max_id_bytes: usize,
 }
 
-/// The parser refuses deeper JSON by itself; checking a lower limit costs a pass.
-pub const PARSER_MAX_DEPTH: usize = 128;
+/// The default nesting limit: far above real entries (about 10 levels), far below the
+/// depth at which Python's `json` raises `RecursionError`.
+pub const DEFAULT_MAX_DEPTH: usize = 128;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_line_bytes: 256 << 20,
-            max_depth: PARSER_MAX_DEPTH,
+            max_depth: DEFAULT_MAX_DEPTH,
             max_id_bytes: crate::engine::line::MAX_ID_BYTES,
         }
     }
 }
 
 impl Limits {
-    /// The nesting depth of a JSON text, ignoring brackets inside strings.
+    /// True when a JSON text nests deeper than `max_depth` (brackets in strings ignored).
     pub fn depth_exceeded(&self, line: &[u8]) -> bool {
-        if self.max_depth >= PARSER_MAX_DEPTH {
+        // Depth never exceeds the number of openers, and counting them is a fast SIMD pass,
+        // so real lines never pay for the exact scan below.
+        if memchr::memchr2_iter(b'{', b'[', line).count() <= self.max_depth {
             return false;
         }
         let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
@@ -420,7 +423,8 @@ mod tests {
         };
         assert!(!limits.depth_exceeded(br#"{"a":[{"b":"[[[[[[{{{{"}]}"#));
         assert!(limits.depth_exceeded(br#"{"a":[{"b":[1]}]}"#));
-        assert!(!Limits::default().depth_exceeded(&[b'['; 1000]));
+        assert!(Limits::default().depth_exceeded(&[b'['; 1000]));
+        assert!(!Limits::default().depth_exceeded(&[b'['; 100]));
     }
 
     #[test]

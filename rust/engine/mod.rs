@@ -6,6 +6,9 @@ pub mod jsonl;
 pub mod line;
 pub mod store;
 
+#[cfg(test)]
+mod tests;
+
 pub use arena::{Arena, Kind, Role, Stats, NONE};
 pub use error::{EngineError, ErrorCode, Result};
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};

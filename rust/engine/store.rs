@@ -121,6 +121,17 @@ struct FileBacking {
     written_len: u64,
     dev_ino: (u64, u64),
     sync: Option<GroupSync>,
+    /// A failure to simulate on the next write or sync (tests of the error paths).
+    fault: Option<Fault>,
+}
+
+/// A simulated OS failure for testing what a failed write or sync leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The next write stores half its bytes, then fails with this errno.
+    Write(i32),
+    /// The next sync fails with this errno.
+    Sync(i32),
 }
 
 enum Backing {
@@ -197,7 +208,12 @@ impl Store {
         let mut buf = Vec::with_capacity(header.len() + 1);
         buf.extend_from_slice(header);
         buf.push(b'\n');
-        Ok(Store::new(Backing::Memory(buf), header.to_vec(), id, limits))
+        Ok(Store::new(
+            Backing::Memory(buf),
+            header.to_vec(),
+            id,
+            limits,
+        ))
     }
 
     /// Loads a whole JSONL document held in memory (header first) into a memory store.
@@ -227,7 +243,12 @@ impl Store {
     }
 
     /// Creates a new session file holding `header`; refuses an existing file (`exists`).
-    pub fn create(path: &Path, header: &[u8], durability: Durability, limits: Limits) -> Result<Store> {
+    pub fn create(
+        path: &Path,
+        header: &[u8],
+        durability: Durability,
+        limits: Limits,
+    ) -> Result<Store> {
         let id = check_header_line(header)?;
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
@@ -262,6 +283,7 @@ impl Store {
             written_len: line.len() as u64,
             dev_ino: (meta.dev(), meta.ino()),
             sync,
+            fault: None,
         });
         Ok(Store::new(backing, header.to_vec(), id, limits))
     }
@@ -278,9 +300,14 @@ impl Store {
         if !opts.readonly {
             lock_writer(&file, path)?;
         }
-        let meta = file.metadata().map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
         if !meta.is_file() {
-            return err(ErrorCode::Io, format!("{} is not a regular file", path.display()));
+            return err(
+                ErrorCode::Io,
+                format!("{} is not a regular file", path.display()),
+            );
         }
         // The header: read up to its newline.
         let mut reader = std::io::BufReader::with_capacity(1 << 16, &file);
@@ -304,20 +331,25 @@ impl Store {
         }
         let id = check_header_line(&header)
             .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
-        let header_len = reader.stream_position().map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let header_len = reader
+            .stream_position()
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
         let sync = (!opts.readonly && opts.durability == Durability::Group)
             .then(|| file.try_clone().ok())
             .flatten()
             .map(|f| GroupSync::start(f, path.to_path_buf()));
         let backing = Backing::File(FileBacking {
             path: path.to_path_buf(),
-            file: file.try_clone().map_err(|e| EngineError::io(ctx("opening"), &e))?,
+            file: file
+                .try_clone()
+                .map_err(|e| EngineError::io(ctx("opening"), &e))?,
             writable: !opts.readonly,
             durability: opts.durability,
             pending: Vec::new(),
             written_len: header_len,
             dev_ino: (meta.dev(), meta.ino()),
             sync,
+            fault: None,
         });
         let mut store = Store::new(backing, header, id, opts.limits);
         store.strict = opts.strict;
@@ -336,7 +368,10 @@ impl Store {
 
     /// Scans lines after the known part; returns the number of torn-tail bytes.
     fn scan_from<R: std::io::Read>(&mut self, reader: &mut R, offset: u64) -> Result<u64> {
-        let path = self.file_backing().map(|b| b.path.clone()).unwrap_or_default();
+        let path = self
+            .file_backing()
+            .map(|b| b.path.clone())
+            .unwrap_or_default();
         let mut sink = Vec::new();
         let end = scan(
             reader,
@@ -383,7 +418,8 @@ impl Store {
         let mut side = b.path.clone().into_os_string();
         side.push(format!(".torn-{}", jsonl::utc_stamp()));
         let side = PathBuf::from(side);
-        let mut f = create_private(&side).map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
+        let mut f = create_private(&side)
+            .map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
         f.write_all(&tail)
             .and_then(|()| f.sync_all())
             .map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
@@ -412,10 +448,25 @@ impl Store {
     }
 
     /// Indexes one scanned line (the lenient reader's rules, or `corrupt` in strict mode).
-    fn ingest(&mut self, line: Line<'_>, offset: u64, line_no: u64, _sink: &mut Vec<u8>) -> Result<()> {
+    fn ingest(
+        &mut self,
+        line: Line<'_>,
+        offset: u64,
+        line_no: u64,
+        _sink: &mut Vec<u8>,
+    ) -> Result<()> {
         let bytes = match line {
             Line::TooLarge(n) => {
                 let max = self.limits.max_line_bytes;
+                return self.issue(
+                    IssueKind::TooLarge,
+                    line_no,
+                    offset,
+                    format!("line of {n} bytes is over the limit of {max}"),
+                );
+            }
+            Line::Text(t) if t.len() > self.limits.max_line_bytes => {
+                let (n, max) = (t.len(), self.limits.max_line_bytes);
                 return self.issue(
                     IssueKind::TooLarge,
                     line_no,
@@ -430,7 +481,12 @@ impl Store {
             return Ok(());
         }
         let Ok(text) = std::str::from_utf8(trimmed) else {
-            return self.issue(IssueKind::InvalidUtf8, line_no, offset, "line is not valid UTF-8".into());
+            return self.issue(
+                IssueKind::InvalidUtf8,
+                line_no,
+                offset,
+                "line is not valid UTF-8".into(),
+            );
         };
         if self.limits.depth_exceeded(trimmed) {
             let max = self.limits.max_depth;
@@ -474,8 +530,14 @@ impl Store {
         if problems.contains(&RefProblem::DuplicateId) {
             return Ok(());
         }
-        self.arena
-            .push(&parsed, parent, target, offset, trimmed.len() as u32, line_no);
+        self.arena.push(
+            &parsed,
+            parent,
+            target,
+            offset,
+            trimmed.len() as u32,
+            line_no,
+        );
         Ok(())
     }
 
@@ -604,12 +666,18 @@ impl Store {
             );
         }
         if memchr(b'\n', line).is_some() {
-            return err(ErrorCode::InvalidArgument, "an entry line must not contain a newline");
+            return err(
+                ErrorCode::InvalidArgument,
+                "an entry line must not contain a newline",
+            );
         }
         if self.limits.depth_exceeded(line) {
             return err(
                 ErrorCode::LimitExceeded,
-                format!("entry nests deeper than the limit of {}", self.limits.max_depth),
+                format!(
+                    "entry nests deeper than the limit of {}",
+                    self.limits.max_depth
+                ),
             );
         }
         let text = std::str::from_utf8(line)
@@ -699,8 +767,7 @@ impl Store {
             }
         }
         if b.durability != Durability::None {
-            if let Err(e) = b.file.sync_data() {
-                let e = EngineError::io(format!("syncing {}", b.path.display()), &e);
+            if let Err(e) = sync_file(b) {
                 self.poisoned = Some(e.clone());
                 return Err(e);
             }
@@ -716,14 +783,17 @@ impl Store {
         let before = self.arena.len();
         let (file, offset, path) = match &self.backing {
             Backing::File(b) if !b.writable => (
-                b.file.try_clone().map_err(|e| EngineError::io("refreshing", &e))?,
+                b.file
+                    .try_clone()
+                    .map_err(|e| EngineError::io("refreshing", &e))?,
                 b.written_len,
                 b.path.clone(),
             ),
             Backing::File(_) => return Ok(0),
             Backing::Memory(_) => return Ok(0),
         };
-        let meta = std::fs::metadata(&path).map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
         let b = self.file_backing().map(|b| b.dev_ino).unwrap_or_default();
         if (meta.dev(), meta.ino()) != b || meta.len() < offset {
             return err(
@@ -740,12 +810,23 @@ impl Store {
         Ok(self.arena.len() - before)
     }
 
+    /// Makes the next write or sync of a file store fail (for tests of failure paths).
+    pub fn inject_fault(&mut self, fault: Option<Fault>) {
+        if let Backing::File(b) = &mut self.backing {
+            b.fault = fault;
+        }
+    }
+
     /// Flushes, stops the syncer, releases the lock. Idempotent.
     pub fn close(&mut self) -> Result<()> {
         if self.closed {
             return Ok(());
         }
-        let mut result = if self.poisoned.is_none() { self.flush() } else { Ok(()) };
+        let mut result = if self.poisoned.is_none() {
+            self.flush()
+        } else {
+            Ok(())
+        };
         if let Backing::File(b) = &mut self.backing {
             if let Some(mut sync) = b.sync.take() {
                 let stopped = sync.stop();
@@ -774,6 +855,26 @@ impl GroupSync {
     }
 }
 
+/// `fdatasync`, or the injected sync fault.
+fn sync_file(b: &mut FileBacking) -> Result<()> {
+    let res = match b.fault {
+        Some(Fault::Sync(errno)) => {
+            b.fault = None;
+            Err(std::io::Error::from_raw_os_error(errno))
+        }
+        _ => b.file.sync_data(),
+    };
+    res.map_err(|e| {
+        EngineError::io(
+            format!(
+                "syncing {} (the storage is now unusable; reopen it)",
+                b.path.display()
+            ),
+            &e,
+        )
+    })
+}
+
 /// Refuses to write when the file changed size or was replaced since we last wrote.
 fn check_unchanged(b: &FileBacking) -> Result<()> {
     let changed = |why: &str| {
@@ -793,7 +894,10 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
     match b.file.metadata() {
         Ok(m) if m.len() == b.written_len => Ok(()),
         Ok(_) => changed("was changed by another program"),
-        Err(e) => Err(EngineError::io(format!("checking {}", b.path.display()), &e)),
+        Err(e) => Err(EngineError::io(
+            format!("checking {}", b.path.display()),
+            &e,
+        )),
     }
 }
 
@@ -803,7 +907,19 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
 /// a sync failed, so the file state is unknown).
 fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, bool)> {
     let path = b.path.display().to_string();
-    if let Err(e) = b.file.write_all_at(&b.pending, b.written_len) {
+    let written = match b.fault.take() {
+        Some(Fault::Write(errno)) => {
+            let half = &b.pending[..b.pending.len() / 2];
+            b.file
+                .write_all_at(half, b.written_len)
+                .and(Err(std::io::Error::from_raw_os_error(errno)))
+        }
+        other => {
+            b.fault = other;
+            b.file.write_all_at(&b.pending, b.written_len)
+        }
+    };
+    if let Err(e) = written {
         let error = EngineError::io(format!("appending to {path}"), &e);
         b.pending.clear();
         let trimmed = b.file.set_len(b.written_len).is_ok();
@@ -812,10 +928,7 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
     b.written_len += b.pending.len() as u64;
     b.pending.clear();
     match b.durability {
-        Durability::Fsync => b
-            .file
-            .sync_data()
-            .map_err(|e| (EngineError::io(format!("syncing {path}"), &e), true)),
+        Durability::Fsync => sync_file(b).map_err(|e| (e, true)),
         Durability::Group => match &b.sync {
             Some(s) => s.mark_dirty().map_err(|e| (e, true)),
             None => Ok(()),

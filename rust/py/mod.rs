@@ -10,22 +10,27 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::engine::arena::{Kind, Role, NONE};
-use crate::engine::store::OpenOptions;
+use crate::engine::store::{Fault, OpenOptions};
 use crate::engine::{Durability, EngineError, Limits, Store};
 
 /// Converts an engine error into the matching `sessiontree.errors.SessionError` subclass.
 fn to_py_err(py: Python<'_>, e: EngineError) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let errors = py.import("sessiontree.errors")?;
-        let exc = errors
-            .getattr("_from_core")?
-            .call1((e.code.as_str(), e.message.as_str(), e.errno))?;
+        let exc =
+            errors
+                .getattr("_from_core")?
+                .call1((e.code.as_str(), e.message.as_str(), e.errno))?;
         Ok(PyErr::from_value(exc))
     };
     build().unwrap_or_else(|err| err)
 }
 
-fn limits(max_line_bytes: Option<usize>, max_depth: Option<usize>, max_id_bytes: Option<usize>) -> Limits {
+fn limits(
+    max_line_bytes: Option<usize>,
+    max_depth: Option<usize>,
+    max_id_bytes: Option<usize>,
+) -> Limits {
     let d = Limits::default();
     Limits {
         max_line_bytes: max_line_bytes.unwrap_or(d.max_line_bytes),
@@ -80,7 +85,10 @@ impl PyEngine {
         self.store.arena().lookup(id).ok_or_else(|| {
             to_py_err(
                 py,
-                EngineError::new(crate::engine::ErrorCode::NotFound, format!("entry {id:?} not found")),
+                EngineError::new(
+                    crate::engine::ErrorCode::NotFound,
+                    format!("entry {id:?} not found"),
+                ),
             )
         })
     }
@@ -98,7 +106,10 @@ impl PyEngine {
         if self.store.is_closed() {
             return Err(to_py_err(
                 py,
-                EngineError::new(crate::engine::ErrorCode::Closed, "the session storage is closed"),
+                EngineError::new(
+                    crate::engine::ErrorCode::Closed,
+                    "the session storage is closed",
+                ),
             ));
         }
         Ok(())
@@ -265,12 +276,27 @@ impl PyEngine {
 
     /// (type, role, parent index, target index, line number) of entry `idx`.
     #[allow(clippy::type_complexity)]
-    fn info(&self, idx: u32) -> PyResult<(&'static str, Option<&'static str>, Option<u32>, Option<u32>, u64)> {
+    fn info(
+        &self,
+        idx: u32,
+    ) -> PyResult<(
+        &'static str,
+        Option<&'static str>,
+        Option<u32>,
+        Option<u32>,
+        u64,
+    )> {
         if idx as usize >= self.store.arena().len() {
             return Err(PyRuntimeError::new_err("index out of range"));
         }
         let n = self.store.arena().node(idx);
-        Ok((kind_name(n.kind), role_name(n.role), opt_idx(n.parent), opt_idx(n.target), n.line_no))
+        Ok((
+            kind_name(n.kind),
+            role_name(n.role),
+            opt_idx(n.parent),
+            opt_idx(n.target),
+            n.line_no,
+        ))
     }
 
     /// The raw line of `id` (None if unknown).
@@ -302,17 +328,29 @@ impl PyEngine {
     }
 
     /// Raw lines of the path to the root or the nearest compaction's cut (FORMAT.md).
-    fn path_to_root_or_compaction<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
+    fn path_to_root_or_compaction<'py>(
+        &self,
+        py: Python<'py>,
+        id: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
         self.check(py)?;
         let path = match id {
             None => Vec::new(),
-            Some(id) => self.store.arena().path_to_root_or_compaction(self.idx(py, id)?),
+            Some(id) => self
+                .store
+                .arena()
+                .path_to_root_or_compaction(self.idx(py, id)?),
         };
         self.lines_of(py, &path)
     }
 
     /// Indices of the path to the root or compaction cut.
-    fn path_indices(&self, py: Python<'_>, id: Option<&str>, to_compaction: bool) -> PyResult<Vec<u32>> {
+    fn path_indices(
+        &self,
+        py: Python<'_>,
+        id: Option<&str>,
+        to_compaction: bool,
+    ) -> PyResult<Vec<u32>> {
         self.check(py)?;
         Ok(match id {
             None => Vec::new(),
@@ -358,7 +396,10 @@ impl PyEngine {
             out.push(if f == NONE {
                 None
             } else {
-                Some(PyBytes::new(py, &self.store.line(f).map_err(|e| to_py_err(py, e))?))
+                Some(PyBytes::new(
+                    py,
+                    &self.store.line(f).map_err(|e| to_py_err(py, e))?,
+                ))
             });
         }
         PyList::new(py, out)
@@ -479,7 +520,8 @@ impl PyEngine {
     /// Appends one entry line; returns its index.
     fn append(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<u32> {
         let store = &mut self.store;
-        py.detach(|| store.append(line)).map_err(|e| to_py_err(py, e))
+        py.detach(|| store.append(line))
+            .map_err(|e| to_py_err(py, e))
     }
 
     /// Writes buffered appends and syncs.
@@ -492,6 +534,23 @@ impl PyEngine {
     fn refresh(&mut self, py: Python<'_>) -> PyResult<usize> {
         let store = &mut self.store;
         py.detach(|| store.refresh()).map_err(|e| to_py_err(py, e))
+    }
+
+    /// Test hook: the next write ("write") or sync ("sync") fails with `errno`; None clears.
+    #[pyo3(signature = (kind=None, errno=5))]
+    fn inject_fault(&mut self, kind: Option<&str>, errno: i32) -> PyResult<()> {
+        let fault = match kind {
+            None => None,
+            Some("write") => Some(Fault::Write(errno)),
+            Some("sync") => Some(Fault::Sync(errno)),
+            Some(other) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown fault kind {other:?}"
+                )))
+            }
+        };
+        self.store.inject_fault(fault);
+        Ok(())
     }
 
     /// Flushes and releases the file. Idempotent.

@@ -1,0 +1,188 @@
+"""Small time and id helpers shared by the Python layer.
+
+Timestamps come in two shapes in a session file: entries and headers carry ISO-8601 UTC
+strings with milliseconds and a ``Z`` (``2026-11-30T16:48:30.123Z``), messages carry Unix
+milliseconds.  These helpers convert between the two without going through local time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Final
+
+from .errors import SessionError
+
+__all__ = ["iso_to_datetime", "iso_to_ms", "ms_to_iso", "now_iso", "now_ms", "uuid7"]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MS: Final = timedelta(milliseconds=1)
+
+# ASCII-only digits: ``\d`` would also accept other scripts' digits, which int() then parses.
+_ISO_RE: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:[.,]([0-9]{1,9}))?"
+    r"([Zz]|[+-][0-9]{2}:?[0-9]{2})?"
+)
+
+
+def now_ms() -> int:
+    """Return the current time as Unix milliseconds.
+
+    Returns:
+        Milliseconds since 1970-01-01T00:00:00Z.
+
+    >>> now_ms() > 1_700_000_000_000
+    True
+    """
+    return time.time_ns() // 1_000_000
+
+
+def now_iso() -> str:
+    """Return the current UTC time as ISO-8601 with milliseconds and ``Z``.
+
+    Returns:
+        A string such as ``"2026-11-30T16:48:30.123Z"``.
+
+    >>> now_iso().endswith("Z")
+    True
+    """
+    return ms_to_iso(now_ms())
+
+
+def ms_to_iso(ms: int) -> str:
+    """Format Unix milliseconds as ISO-8601 UTC with milliseconds and ``Z``.
+
+    Args:
+        ms: milliseconds since the Unix epoch (may be negative).
+
+    Returns:
+        The timestamp text, always 24 characters for years 0001-9999.
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``ms`` is not an int or is out of range.
+
+    >>> ms_to_iso(0)
+    '1970-01-01T00:00:00.000Z'
+    """
+    if isinstance(ms, bool) or not isinstance(ms, int):
+        raise SessionError("invalid_argument", f"ms must be an int, got {type(ms).__name__}")
+    try:
+        dt = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        raise SessionError("invalid_argument", f"timestamp {ms} ms is out of range") from None
+    # Hand-formatted: strftime's %Y does not zero-pad years below 1000 on every platform.
+    return (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T"
+        f"{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{dt.microsecond // 1000:03d}Z"
+    )
+
+
+def iso_to_datetime(s: str) -> datetime:
+    """Parse an ISO-8601 timestamp into a timezone-aware UTC ``datetime``.
+
+    Accepts a ``Z`` or ``±HH:MM`` offset (converted to UTC), or no offset (read as UTC),
+    with or without a fraction of a second (digits past microseconds are dropped).
+
+    Args:
+        s: the timestamp text, e.g. ``"2026-11-30T16:48:30.123Z"``.
+
+    Returns:
+        A ``datetime`` whose ``tzinfo`` is ``timezone.utc``.
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``s`` is not a str or not a valid timestamp.
+
+    >>> iso_to_datetime("2026-11-30T16:48:30.123+01:00").isoformat()
+    '2026-11-30T15:48:30.123000+00:00'
+    """
+    if not isinstance(s, str):
+        raise SessionError("invalid_argument", f"timestamp must be a str, got {type(s).__name__}")
+    m = _ISO_RE.fullmatch(s)
+    if m is None:
+        raise SessionError("invalid_argument", f"not an ISO-8601 timestamp: {s!r}")
+    year, month, day, hour, minute, second, frac, offset = m.groups()
+    micro = int(frac[:6].ljust(6, "0")) if frac else 0
+    tz = timezone.utc
+    if offset is not None and offset not in ("Z", "z"):
+        digits = offset[1:].replace(":", "")
+        hours, minutes = int(digits[:2]), int(digits[2:])
+        if hours > 23 or minutes > 59:
+            raise SessionError("invalid_argument", f"invalid UTC offset in {s!r}")
+        delta = timedelta(hours=hours, minutes=minutes)
+        tz = timezone(-delta if offset[0] == "-" else delta)
+    try:
+        dt = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
+        )
+        return dt.astimezone(timezone.utc) if tz is not timezone.utc else dt
+    except (ValueError, OverflowError):
+        raise SessionError("invalid_argument", f"invalid timestamp: {s!r}") from None
+
+
+def iso_to_ms(s: str) -> int:
+    """Convert an ISO-8601 timestamp to Unix milliseconds (sub-millisecond digits floored).
+
+    Args:
+        s: the timestamp text; see :func:`iso_to_datetime` for the accepted forms.
+
+    Returns:
+        Milliseconds since the Unix epoch.
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``s`` is not a valid timestamp.
+
+    >>> iso_to_ms("1970-01-01T00:00:01.5Z")
+    1500
+    """
+    return (iso_to_datetime(s) - _EPOCH) // _ONE_MS
+
+
+_uuid_lock: Final = threading.Lock()
+_uuid_last_ms = 0
+_uuid_last_rand = 0
+_RAND_BITS: Final = 74  # 12 bits of rand_a + 62 bits of rand_b
+_RAND_MAX: Final = (1 << _RAND_BITS) - 1
+
+
+def uuid7() -> str:
+    """Return a new UUIDv7 (RFC 9562) as lowercase hyphenated text.
+
+    The first 48 bits are the Unix time in milliseconds, so ids sort by creation time.
+    Within one process ids are strictly increasing: inside the same millisecond (or if the
+    clock steps back) the 74 random bits are advanced by a random step instead of being
+    drawn afresh (RFC 9562 §6.2, method 2).
+
+    Returns:
+        A string such as ``"0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"``.
+
+    >>> u = uuid7()
+    >>> len(u), u[14]
+    (36, '7')
+    """
+    global _uuid_last_ms, _uuid_last_rand
+    ms = time.time_ns() // 1_000_000
+    with _uuid_lock:
+        if ms > _uuid_last_ms:
+            # The top random bit starts clear, leaving room to count up inside one millisecond.
+            rand = int.from_bytes(os.urandom(10), "big") >> (80 - _RAND_BITS + 1)
+        else:
+            ms = _uuid_last_ms
+            rand = _uuid_last_rand + 1 + int.from_bytes(os.urandom(4), "big")
+            if rand > _RAND_MAX:
+                ms += 1
+                rand = int.from_bytes(os.urandom(10), "big") >> (80 - _RAND_BITS + 1)
+        _uuid_last_ms = ms
+        _uuid_last_rand = rand
+    value = (
+        ((ms & 0xFFFF_FFFF_FFFF) << 80)
+        | (0x7 << 76)
+        | ((rand >> 62) << 64)
+        | (0b10 << 62)
+        | (rand & 0x3FFF_FFFF_FFFF_FFFF)
+    )
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

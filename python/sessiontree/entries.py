@@ -1,0 +1,1210 @@
+"""Session entries (the nodes of the tree) and the session header.
+
+Every entry is an immutable value (a frozen, slotted dataclass, equal by value) with the
+attributes ``type``, ``id``, ``parent_id`` and ``timestamp`` (ISO-8601 text).  Constructors
+take keyword arguments only; ``type`` is fixed by the class.  Sequences are stored as tuples;
+``details`` and ``data`` values are stored as given and must not be mutated afterwards.
+
+:func:`entry_to_json` and :func:`entry_from_json` convert one JSONL line to and from an
+entry.  Fields this version does not know (from a newer or foreign writer) are kept on the
+object, take no part in equality, and are written back after the known fields.
+
+>>> e = LabelEntry(id="b2", parent_id="a1", timestamp="2026-11-30T16:48:30.123Z",
+...                target_id="a1", label="checkpoint")
+>>> entry_to_json(e)
+b'{"type":"label","id":"b2","parent_id":"a1","timestamp":"2026-11-30T16:48:30.123Z",\
+"target_id":"a1","label":"checkpoint"}'
+>>> entry_from_json(entry_to_json(e)) == e
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal, TypeAlias
+
+from ._util import now_iso, uuid7
+from .errors import SessionError
+from .messages import (
+    _MESSAGE_CLASSES,
+    AgentMessage,
+    Usage,
+    _check_bool,
+    _check_int,
+    _check_opt_str,
+    _check_str,
+    _corrupt,
+    _fmt,
+    _invalid,
+    _keep_extra,
+    _preview_text,
+    _seal,
+    _short,
+    _usage_from_json,
+    _usage_to_json,
+    _Value,
+    message_from_dict,
+    message_to_dict,
+)
+
+__all__ = [
+    "ENTRY_TYPES",
+    "FORMAT_VERSION",
+    "MAX_ID_BYTES",
+    "THINKING_LEVELS",
+    "ActiveToolsChangeEntry",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "LabelEntry",
+    "LeafEntry",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "SessionHeader",
+    "SessionInfoEntry",
+    "SessionTreeEntry",
+    "ThinkingLevel",
+    "ThinkingLevelChangeEntry",
+    "UnknownEntry",
+    "entry_from_dict",
+    "entry_from_json",
+    "entry_to_dict",
+    "entry_to_json",
+    "header_from_dict",
+    "header_from_json",
+    "header_to_dict",
+    "header_to_json",
+]
+
+FORMAT_VERSION: Final = 3
+"""The file format version this package writes (and the highest it reads)."""
+
+MAX_ID_BYTES: Final = 256
+"""The longest entry id accepted, in UTF-8 bytes."""
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+"""How much reasoning the model is asked for."""
+
+THINKING_LEVELS: Final[tuple[str, ...]] = ("off", "minimal", "low", "medium", "high", "xhigh")
+"""The allowed thinking levels, lowest first."""
+
+ENTRY_TYPES: Final[tuple[str, ...]] = (
+    "message",
+    "thinking_level_change",
+    "model_change",
+    "active_tools_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "leaf",
+)
+"""The entry ``type`` values this version knows; any other loads as :class:`UnknownEntry`."""
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_id(obj: object, name: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise _invalid(obj, name, "a non-empty str", value)
+    # Four UTF-8 bytes per character at most, so short ids skip the encode.
+    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > (
+        MAX_ID_BYTES
+    ):
+        raise SessionError(
+            "limit_exceeded",
+            f"{type(obj).__name__}.{name} is longer than {MAX_ID_BYTES} UTF-8 bytes",
+        )
+
+
+def _check_base(e: SessionTreeEntry) -> None:
+    _check_id(e, "id", e.id)
+    _check_opt_str(e, "parent_id", e.parent_id)
+    _check_str(e, "timestamp", e.timestamp)
+
+
+def _check_usage(obj: object, value: object) -> None:
+    if value is not None and not isinstance(value, Usage):
+        raise _invalid(obj, "usage", "a Usage or None", value)
+
+
+# --------------------------------------------------------------------------- entry classes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class SessionTreeEntry(_Value):
+    """The common base of every entry; not instantiated directly.
+
+    Attributes:
+        type: the entry's JSON ``type`` (fixed per class).
+        id: the entry id, unique within the session (1-256 UTF-8 bytes).
+        parent_id: the id of the parent entry, or ``None`` for a root.
+        timestamp: when the entry was written, ISO-8601 UTC (``2026-11-30T16:48:30.123Z``).
+    """
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+    _REPR_SKIP: ClassVar[frozenset[str]] = frozenset({"timestamp"})
+
+    @property
+    def type(self) -> str:
+        """The entry's JSON ``type``."""
+        raise NotImplementedError
+
+    def __post_init__(self) -> None:
+        if self.__class__ is SessionTreeEntry:
+            raise TypeError("SessionTreeEntry is abstract; build a concrete entry class")
+        _check_base(self)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class MessageEntry(SessionTreeEntry):
+    """An entry holding one conversation message.
+
+    Attributes:
+        message: the :data:`~sessiontree.messages.AgentMessage`.
+
+    >>> from sessiontree.messages import UserMessage
+    >>> MessageEntry(id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z",
+    ...              message=UserMessage("Hello", timestamp=0))
+    MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')
+    """
+
+    message: AgentMessage
+
+    @property
+    def type(self) -> Literal["message"]:
+        """``"message"``."""
+        return "message"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        if not isinstance(self.message, _MESSAGE_CLASSES):
+            raise _invalid(self, "message", "a message", self.message)
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageEntry(id={self.id!r}, parent_id={self.parent_id!r}, "
+            f"role={self.message.role!r}, text={_short(_preview_text(self.message))})"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ThinkingLevelChangeEntry(SessionTreeEntry):
+    """Sets the thinking level from here on.
+
+    Attributes:
+        thinking_level: one of :data:`THINKING_LEVELS`.
+    """
+
+    thinking_level: ThinkingLevel
+
+    @property
+    def type(self) -> Literal["thinking_level_change"]:
+        """``"thinking_level_change"``."""
+        return "thinking_level_change"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        if self.thinking_level not in THINKING_LEVELS:
+            raise SessionError(
+                "invalid_argument",
+                f"ThinkingLevelChangeEntry.thinking_level must be one of "
+                f"{', '.join(THINKING_LEVELS)}, got {self.thinking_level!r}",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ModelChangeEntry(SessionTreeEntry):
+    """Sets the model from here on.
+
+    Attributes:
+        provider: e.g. ``"anthropic"``.
+        model_id: e.g. ``"claude-sonnet-4-5"``.
+    """
+
+    provider: str
+    model_id: str
+
+    @property
+    def type(self) -> Literal["model_change"]:
+        """``"model_change"``."""
+        return "model_change"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "provider", self.provider)
+        _check_str(self, "model_id", self.model_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class ActiveToolsChangeEntry(SessionTreeEntry):
+    """Sets the active tools from here on.
+
+    Attributes:
+        active_tool_names: the tool names (stored as a tuple).
+    """
+
+    active_tool_names: Sequence[str]
+
+    @property
+    def type(self) -> Literal["active_tools_change"]:
+        """``"active_tools_change"``."""
+        return "active_tools_change"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        names = self.active_tool_names
+        if isinstance(names, list):
+            names = tuple(names)
+            object.__setattr__(self, "active_tool_names", names)
+        elif not isinstance(names, tuple):
+            raise _invalid(self, "active_tool_names", "a list of str", names)
+        for name in names:
+            if not isinstance(name, str):
+                raise _invalid(self, "active_tool_names items", "str", name)
+
+
+def _check_messages(obj: object, name: str, value: object) -> tuple[AgentMessage, ...]:
+    if isinstance(value, list):
+        value = tuple(value)
+    elif not isinstance(value, tuple):
+        raise _invalid(obj, name, "a list of messages or None", value)
+    for item in value:
+        if not isinstance(item, _MESSAGE_CLASSES):
+            raise _invalid(obj, f"{name} items", "messages", item)
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class CompactionEntry(SessionTreeEntry):
+    """Replaces the context before it with a summary.
+
+    Attributes:
+        summary: the summary text.
+        first_kept_entry_id: the first entry still sent after the summary, or ``None``.
+        tokens_before: the context size in tokens before the compaction.
+        retained_tail: messages kept verbatim after the summary (stored as a tuple), or
+            ``None`` to keep the entries from ``first_kept_entry_id`` instead.
+        details: any JSON value for the application.
+        usage: the tokens and cost of producing the summary, or ``None``.
+        from_hook: whether an extension rather than the agent made it.
+    """
+
+    summary: str
+    first_kept_entry_id: str | None
+    tokens_before: int
+    retained_tail: Sequence[AgentMessage] | None = None
+    details: Any = None
+    usage: Usage | None = None
+    from_hook: bool = False
+
+    @property
+    def type(self) -> Literal["compaction"]:
+        """``"compaction"``."""
+        return "compaction"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "summary", self.summary)
+        _check_opt_str(self, "first_kept_entry_id", self.first_kept_entry_id)
+        _check_int(self, "tokens_before", self.tokens_before)
+        tail = self.retained_tail
+        if tail is not None:
+            checked = _check_messages(self, "retained_tail", tail)
+            if checked is not tail:
+                object.__setattr__(self, "retained_tail", checked)
+        _check_usage(self, self.usage)
+        _check_bool(self, "from_hook", self.from_hook)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class BranchSummaryEntry(SessionTreeEntry):
+    """Summarises the branch the session moved away from.
+
+    Attributes:
+        from_id: the entry the session moved to (this entry hangs under it).
+        summary: the summary text.
+        details: any JSON value for the application.
+        usage: the tokens and cost of producing the summary, or ``None``.
+        from_hook: whether an extension rather than the agent made it.
+    """
+
+    from_id: str
+    summary: str
+    details: Any = None
+    usage: Usage | None = None
+    from_hook: bool = False
+
+    @property
+    def type(self) -> Literal["branch_summary"]:
+        """``"branch_summary"``."""
+        return "branch_summary"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "from_id", self.from_id)
+        _check_str(self, "summary", self.summary)
+        _check_usage(self, self.usage)
+        _check_bool(self, "from_hook", self.from_hook)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class CustomEntry(SessionTreeEntry):
+    """Application data that is not sent to the model (unless a projector maps it).
+
+    Attributes:
+        custom_type: the application's name for this kind of entry.
+        data: any JSON value.
+    """
+
+    custom_type: str
+    data: Any = None
+
+    @property
+    def type(self) -> Literal["custom"]:
+        """``"custom"``."""
+        return "custom"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "custom_type", self.custom_type)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class CustomMessageEntry(SessionTreeEntry):
+    """An application message that is sent to the model as a custom message.
+
+    Attributes:
+        custom_type: the application's name for this kind of message.
+        content: the text.
+        details: any JSON value for the application.
+        display: whether a UI should show it.
+    """
+
+    custom_type: str
+    content: str
+    details: Any = None
+    display: bool = True
+
+    @property
+    def type(self) -> Literal["custom_message"]:
+        """``"custom_message"``."""
+        return "custom_message"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "custom_type", self.custom_type)
+        _check_str(self, "content", self.content)
+        _check_bool(self, "display", self.display)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class LabelEntry(SessionTreeEntry):
+    """Sets (or with ``None`` clears) the label of another entry.
+
+    Attributes:
+        target_id: the labelled entry.
+        label: the label text, or ``None`` to clear it.
+    """
+
+    target_id: str
+    label: str | None
+
+    @property
+    def type(self) -> Literal["label"]:
+        """``"label"``."""
+        return "label"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "target_id", self.target_id)
+        _check_opt_str(self, "label", self.label)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class SessionInfoEntry(SessionTreeEntry):
+    """Names the session (the last one in the file wins).
+
+    Attributes:
+        name: the session name, or ``None`` to clear it.
+    """
+
+    name: str | None
+
+    @property
+    def type(self) -> Literal["session_info"]:
+        """``"session_info"``."""
+        return "session_info"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_opt_str(self, "name", self.name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class LeafEntry(SessionTreeEntry):
+    """Moves the leaf (where the next entry hangs) to ``target_id``.
+
+    Attributes:
+        target_id: the new leaf, or ``None`` for "before the first entry".
+    """
+
+    target_id: str | None
+
+    @property
+    def type(self) -> Literal["leaf"]:
+        """``"leaf"``."""
+        return "leaf"
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_opt_str(self, "target_id", self.target_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+class UnknownEntry(SessionTreeEntry):
+    """An entry whose ``type`` this version does not know, kept verbatim.
+
+    Attributes:
+        type: the entry's ``type``.
+        data: the whole entry object as read; written back unchanged. Its ``type``, ``id``,
+            ``parent_id`` and ``timestamp`` must match the attributes. Do not mutate it.
+    """
+
+    type: str  # a field here; a fixed property on the known types
+    data: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_base(self)
+        _check_str(self, "type", self.type)
+        if self.type in _ENTRY_READERS:
+            raise SessionError(
+                "invalid_argument",
+                f"UnknownEntry.type {self.type!r} is a known type; use its entry class",
+            )
+        data = self.data
+        if not isinstance(data, dict):
+            raise _invalid(self, "data", "a dict", data)
+        if (
+            data.get("type") != self.type
+            or data.get("id") != self.id
+            or data.get("parent_id") != self.parent_id
+            or data.get("timestamp") != self.timestamp
+        ):
+            raise SessionError(
+                "invalid_argument",
+                "UnknownEntry.data must hold the same type, id, parent_id and timestamp",
+            )
+
+
+_seal(
+    SessionTreeEntry,
+    MessageEntry,
+    ThinkingLevelChangeEntry,
+    ModelChangeEntry,
+    ActiveToolsChangeEntry,
+    CompactionEntry,
+    BranchSummaryEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    SessionInfoEntry,
+    LeafEntry,
+    UnknownEntry,
+)
+
+
+# --------------------------------------------------------------------------- JSON codec
+
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# ``parse_constant`` turns Python's NaN/Infinity extension back into an error.
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _dumps(obj: Any, what: str) -> bytes:
+    try:
+        return _ENCODER.encode(obj).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        # ValueError covers NaN/Infinity, circular data and lone surrogates.
+        raise SessionError("invalid_argument", f"{what} is not valid JSON: {exc}") from None
+
+
+def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
+    if isinstance(raw, str):
+        text = raw
+    elif isinstance(raw, (bytes, bytearray, memoryview)):
+        try:
+            text = str(raw, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _corrupt(f"{what} is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    else:
+        raise SessionError(
+            "invalid_argument", f"{what} must be bytes or str, got {type(raw).__name__}"
+        )
+    try:
+        return _DECODER.decode(text)
+    except ValueError as exc:
+        raise _corrupt(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _corrupt(f"{what} is nested too deeply") from None
+
+
+# --------------------------------------------------------------------------- entries: writing
+
+_EntryWriter = Callable[[Any], dict[str, Any]]
+
+
+def _message_entry_to_json(e: MessageEntry) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "message": message_to_dict(e.message),
+    }
+
+
+def _thinking_level_to_json(e: ThinkingLevelChangeEntry) -> dict[str, Any]:
+    return {
+        "type": "thinking_level_change",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "thinking_level": e.thinking_level,
+    }
+
+
+def _model_change_to_json(e: ModelChangeEntry) -> dict[str, Any]:
+    return {
+        "type": "model_change",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "provider": e.provider,
+        "model_id": e.model_id,
+    }
+
+
+def _active_tools_to_json(e: ActiveToolsChangeEntry) -> dict[str, Any]:
+    return {
+        "type": "active_tools_change",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "active_tool_names": list(e.active_tool_names),
+    }
+
+
+def _compaction_to_json(e: CompactionEntry) -> dict[str, Any]:
+    tail = e.retained_tail
+    return {
+        "type": "compaction",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "summary": e.summary,
+        "first_kept_entry_id": e.first_kept_entry_id,
+        "tokens_before": e.tokens_before,
+        "retained_tail": None if tail is None else [message_to_dict(m) for m in tail],
+        "details": e.details,
+        "usage": None if e.usage is None else _usage_to_json(e.usage),
+        "from_hook": e.from_hook,
+    }
+
+
+def _branch_summary_to_json(e: BranchSummaryEntry) -> dict[str, Any]:
+    return {
+        "type": "branch_summary",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "from_id": e.from_id,
+        "summary": e.summary,
+        "details": e.details,
+        "usage": None if e.usage is None else _usage_to_json(e.usage),
+        "from_hook": e.from_hook,
+    }
+
+
+def _custom_to_json(e: CustomEntry) -> dict[str, Any]:
+    return {
+        "type": "custom",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "custom_type": e.custom_type,
+        "data": e.data,
+    }
+
+
+def _custom_message_to_json(e: CustomMessageEntry) -> dict[str, Any]:
+    return {
+        "type": "custom_message",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "custom_type": e.custom_type,
+        "content": e.content,
+        "details": e.details,
+        "display": e.display,
+    }
+
+
+def _label_to_json(e: LabelEntry) -> dict[str, Any]:
+    return {
+        "type": "label",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "target_id": e.target_id,
+        "label": e.label,
+    }
+
+
+def _session_info_to_json(e: SessionInfoEntry) -> dict[str, Any]:
+    return {
+        "type": "session_info",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "name": e.name,
+    }
+
+
+def _leaf_to_json(e: LeafEntry) -> dict[str, Any]:
+    return {
+        "type": "leaf",
+        "id": e.id,
+        "parent_id": e.parent_id,
+        "timestamp": e.timestamp,
+        "target_id": e.target_id,
+    }
+
+
+def _unknown_to_json(e: UnknownEntry) -> dict[str, Any]:
+    return e.data
+
+
+_ENTRY_WRITERS: Final[dict[type, _EntryWriter]] = {
+    MessageEntry: _message_entry_to_json,
+    ThinkingLevelChangeEntry: _thinking_level_to_json,
+    ModelChangeEntry: _model_change_to_json,
+    ActiveToolsChangeEntry: _active_tools_to_json,
+    CompactionEntry: _compaction_to_json,
+    BranchSummaryEntry: _branch_summary_to_json,
+    CustomEntry: _custom_to_json,
+    CustomMessageEntry: _custom_message_to_json,
+    LabelEntry: _label_to_json,
+    SessionInfoEntry: _session_info_to_json,
+    LeafEntry: _leaf_to_json,
+    UnknownEntry: _unknown_to_json,
+}
+
+
+def entry_to_dict(entry: SessionTreeEntry) -> dict[str, Any]:
+    """Convert an entry to its FORMAT.md JSON object.
+
+    Keys come out as ``type``, ``id``, ``parent_id``, ``timestamp``, then the type's fields in
+    FORMAT.md order, every field written (``null`` included).  An :class:`UnknownEntry`
+    returns its ``data`` as is.
+
+    Args:
+        entry: any entry.
+
+    Returns:
+        A JSON-ready dict (``details``/``data`` values are included by reference).
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``entry`` is not an entry.
+
+    >>> entry_to_dict(LeafEntry(id="c3", parent_id="b2", timestamp="T", target_id="a1"))
+    {'type': 'leaf', 'id': 'c3', 'parent_id': 'b2', 'timestamp': 'T', 'target_id': 'a1'}
+    """
+    cls = type(entry)
+    writer = _ENTRY_WRITERS.get(cls)
+    if writer is None:
+        writer = next((_ENTRY_WRITERS[b] for b in cls.__mro__ if b in _ENTRY_WRITERS), None)
+        if writer is None:
+            raise SessionError("invalid_argument", f"not a session entry: {cls.__name__}")
+    d = writer(entry)
+    if entry._extra:
+        d.update(entry._extra)
+    return d
+
+
+def entry_to_json(entry: SessionTreeEntry) -> bytes:
+    """Serialise an entry as one compact JSON line (UTF-8, no trailing newline).
+
+    Args:
+        entry: any entry.
+
+    Returns:
+        The JSON bytes.
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``entry`` is not an entry or holds values JSON
+            cannot carry (NaN or infinite floats, non-serialisable or circular ``details``).
+
+    >>> entry_to_json(SessionInfoEntry(id="a1", parent_id=None, timestamp="T", name="é"))
+    b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T","name":"\\xc3\\xa9"}'
+    """
+    return _dumps(entry_to_dict(entry), "entry")
+
+
+# --------------------------------------------------------------------------- entries: reading
+
+
+def _messages_from_json(value: Any) -> Any:
+    """Parse a list of messages; anything else is returned for the constructor to reject."""
+    if isinstance(value, list):
+        return tuple([message_from_dict(m) for m in value])
+    return value
+
+
+def _message_entry_from_json(d: dict[str, Any]) -> MessageEntry:
+    return MessageEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        message=message_from_dict(d["message"]),
+    )
+
+
+def _thinking_level_from_json(d: dict[str, Any]) -> ThinkingLevelChangeEntry:
+    return ThinkingLevelChangeEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        thinking_level=d["thinking_level"],
+    )
+
+
+def _model_change_from_json(d: dict[str, Any]) -> ModelChangeEntry:
+    return ModelChangeEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        provider=d["provider"],
+        model_id=d["model_id"],
+    )
+
+
+def _active_tools_from_json(d: dict[str, Any]) -> ActiveToolsChangeEntry:
+    return ActiveToolsChangeEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        active_tool_names=d["active_tool_names"],
+    )
+
+
+def _compaction_from_json(d: dict[str, Any]) -> CompactionEntry:
+    tail = d.get("retained_tail")
+    usage = d.get("usage")
+    return CompactionEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        summary=d["summary"],
+        first_kept_entry_id=d["first_kept_entry_id"],
+        tokens_before=d["tokens_before"],
+        retained_tail=None if tail is None else _messages_from_json(tail),
+        details=d.get("details"),
+        usage=None if usage is None else _usage_from_json(usage),
+        from_hook=d.get("from_hook", False),
+    )
+
+
+def _branch_summary_from_json(d: dict[str, Any]) -> BranchSummaryEntry:
+    usage = d.get("usage")
+    return BranchSummaryEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        from_id=d["from_id"],
+        summary=d["summary"],
+        details=d.get("details"),
+        usage=None if usage is None else _usage_from_json(usage),
+        from_hook=d.get("from_hook", False),
+    )
+
+
+def _custom_from_json(d: dict[str, Any]) -> CustomEntry:
+    return CustomEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        custom_type=d["custom_type"],
+        data=d.get("data"),
+    )
+
+
+def _custom_message_from_json(d: dict[str, Any]) -> CustomMessageEntry:
+    return CustomMessageEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        custom_type=d["custom_type"],
+        content=d["content"],
+        details=d.get("details"),
+        display=d.get("display", True),
+    )
+
+
+def _label_from_json(d: dict[str, Any]) -> LabelEntry:
+    return LabelEntry(
+        id=d["id"],
+        parent_id=d["parent_id"],
+        timestamp=d["timestamp"],
+        target_id=d["target_id"],
+        label=d["label"],
+    )
+
+
+def _session_info_from_json(d: dict[str, Any]) -> SessionInfoEntry:
+    return SessionInfoEntry(
+        id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"], name=d["name"]
+    )
+
+
+def _leaf_from_json(d: dict[str, Any]) -> LeafEntry:
+    return LeafEntry(
+        id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"], target_id=d["target_id"]
+    )
+
+
+_BASE_KEYS: Final = ("type", "id", "parent_id", "timestamp")
+
+# type -> (reader, every key the type knows). One dict lookup per line, no reflection.
+_ENTRY_READERS: Final[dict[str, tuple[Callable[[dict[str, Any]], Any], frozenset[str]]]] = {
+    "message": (_message_entry_from_json, frozenset({*_BASE_KEYS, "message"})),
+    "thinking_level_change": (
+        _thinking_level_from_json,
+        frozenset({*_BASE_KEYS, "thinking_level"}),
+    ),
+    "model_change": (_model_change_from_json, frozenset({*_BASE_KEYS, "provider", "model_id"})),
+    "active_tools_change": (
+        _active_tools_from_json,
+        frozenset({*_BASE_KEYS, "active_tool_names"}),
+    ),
+    "compaction": (
+        _compaction_from_json,
+        frozenset(
+            {
+                *_BASE_KEYS,
+                "summary",
+                "first_kept_entry_id",
+                "tokens_before",
+                "retained_tail",
+                "details",
+                "usage",
+                "from_hook",
+            }
+        ),
+    ),
+    "branch_summary": (
+        _branch_summary_from_json,
+        frozenset({*_BASE_KEYS, "from_id", "summary", "details", "usage", "from_hook"}),
+    ),
+    "custom": (_custom_from_json, frozenset({*_BASE_KEYS, "custom_type", "data"})),
+    "custom_message": (
+        _custom_message_from_json,
+        frozenset({*_BASE_KEYS, "custom_type", "content", "details", "display"}),
+    ),
+    "label": (_label_from_json, frozenset({*_BASE_KEYS, "target_id", "label"})),
+    "session_info": (_session_info_from_json, frozenset({*_BASE_KEYS, "name"})),
+    "leaf": (_leaf_from_json, frozenset({*_BASE_KEYS, "target_id"})),
+}
+
+
+def entry_from_dict(d: Any) -> SessionTreeEntry:
+    """Build an entry from its decoded JSON object.
+
+    An unknown ``type`` gives an :class:`UnknownEntry` holding ``d`` itself.  For a known
+    type, fields with a constructor default may be missing; ``id``, ``parent_id`` and
+    ``timestamp`` may not.  Unknown extra keys are kept aside and written back by
+    :func:`entry_to_dict`, but take no part in equality.
+
+    Args:
+        d: the decoded JSON object.
+
+    Returns:
+        The entry.
+
+    Raises:
+        SessionError: ``corrupt`` if ``d`` is not an object, has no string ``type``, or has
+            a missing or invalid field (the message names the entry and the field).
+
+    >>> entry_from_dict({"type": "leaf", "id": "c3", "parent_id": None, "timestamp": "T",
+    ...                  "target_id": None})
+    LeafEntry(id='c3', parent_id=None, target_id=None)
+    """
+    if not isinstance(d, dict):
+        raise _corrupt(f"an entry must be a JSON object, got {type(d).__name__}")
+    kind = d.get("type")
+    if not isinstance(kind, str):
+        raise _corrupt(f"an entry needs a string 'type', got {_fmt(kind)}")
+    spec = _ENTRY_READERS.get(kind)
+    try:
+        if spec is None:
+            return UnknownEntry(
+                type=kind, data=d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
+            )
+        entry: SessionTreeEntry = spec[0](d)
+    except KeyError as exc:
+        raise _corrupt(
+            f"{kind} entry {_fmt(d.get('id'))} is missing field {exc.args[0]!r}"
+        ) from None
+    except SessionError as exc:
+        raise _corrupt(f"invalid {kind} entry {_fmt(d.get('id'))}: {exc.message}") from None
+    keys = spec[1]
+    if not d.keys() <= keys:
+        _keep_extra(entry, d, keys)
+    return entry
+
+
+def entry_from_json(raw: bytes | bytearray | memoryview | str) -> SessionTreeEntry:
+    """Parse one JSONL line into an entry.
+
+    Args:
+        raw: the line as UTF-8 bytes (``bytes``, ``bytearray`` or ``memoryview``) or str;
+            surrounding whitespace, including the newline, is ignored.
+
+    Returns:
+        The entry (see :func:`entry_from_dict`).
+
+    Raises:
+        SessionError: ``corrupt`` for invalid UTF-8, invalid JSON (NaN and Infinity
+            included), or an invalid entry; ``invalid_argument`` if ``raw`` has another type.
+
+    >>> entry_from_json(b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T",'
+    ...                 b'"name":"demo"}')
+    SessionInfoEntry(id='a1', parent_id=None, name='demo')
+    """
+    return entry_from_dict(_loads(raw, "entry line"))
+
+
+# --------------------------------------------------------------------------- header
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SessionHeader(_Value):
+    """Line 1 of a session file: the session's identity, not a tree node.
+
+    Attributes:
+        id: the session id (a UUIDv7 when generated).
+        timestamp: creation time, ISO-8601 UTC with milliseconds and ``Z``.
+        cwd: the working directory the session belongs to (an ``os.PathLike`` is
+            converted to str).
+        parent_session: the id of the session this one was forked from, or ``None``.
+        metadata: application data (a JSON object), or ``None``.
+        version: the file format version, 1 to :data:`FORMAT_VERSION`.
+
+    >>> SessionHeader("s1", "2026-11-30T16:48:30.123Z", "/home/user/project")
+    SessionHeader(id='s1', timestamp='2026-11-30T16:48:30.123Z', cwd='/home/user/project')
+    """
+
+    id: str
+    timestamp: str
+    cwd: str
+    parent_session: str | None = None
+    metadata: dict[str, Any] | None = None
+    version: int = FORMAT_VERSION
+
+    @property
+    def type(self) -> Literal["session"]:
+        """``"session"``: the header's JSON ``type``."""
+        return "session"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise _invalid(self, "id", "a non-empty str", self.id)
+        _check_str(self, "timestamp", self.timestamp)
+        cwd: object = self.cwd
+        if isinstance(cwd, os.PathLike):
+            cwd = os.fspath(cwd)
+            object.__setattr__(self, "cwd", cwd)
+        if not isinstance(cwd, str):
+            raise _invalid(self, "cwd", "a str or os.PathLike[str]", cwd)
+        _check_opt_str(self, "parent_session", self.parent_session)
+        if self.metadata is not None and not isinstance(self.metadata, dict):
+            raise _invalid(self, "metadata", "a dict or None", self.metadata)
+        _check_int(self, "version", self.version)
+        if not 1 <= self.version <= FORMAT_VERSION:
+            raise SessionError(
+                "invalid_argument",
+                f"SessionHeader.version must be 1 to {FORMAT_VERSION}, got {self.version}",
+            )
+
+    @classmethod
+    def generate(
+        cls,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        parent_session: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> SessionHeader:
+        """Make a header for a new session.
+
+        Args:
+            cwd: the working directory; defaults to ``os.getcwd()``.
+            parent_session: the id of the session this one is forked from.
+            metadata: application data (a JSON object).
+            session_id: the id to use; defaults to a new UUIDv7.
+
+        Returns:
+            A header stamped with the current time.
+
+        Raises:
+            SessionError: ``invalid_argument`` if an argument has the wrong type.
+
+        >>> SessionHeader.generate(cwd="/tmp").version
+        3
+        """
+        return cls(
+            id=uuid7() if session_id is None else session_id,
+            timestamp=now_iso(),
+            cwd=os.getcwd() if cwd is None else os.fspath(cwd),
+            parent_session=parent_session,
+            metadata=metadata,
+        )
+
+
+_seal(SessionHeader)
+
+_HEADER_KEYS: Final = frozenset(
+    {"type", "version", "id", "timestamp", "cwd", "parent_session", "metadata"}
+)
+
+
+def header_to_dict(header: SessionHeader) -> dict[str, Any]:
+    """Convert a header to its JSON object.
+
+    Keys come out as ``type`` (``"session"``), ``version``, ``id``, ``timestamp``, ``cwd``,
+    ``parent_session``, ``metadata``.
+
+    Args:
+        header: the header.
+
+    Returns:
+        A JSON-ready dict (``metadata`` is included by reference).
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``header`` is not a :class:`SessionHeader`.
+
+    >>> list(header_to_dict(SessionHeader("s1", "T", "/")))
+    ['type', 'version', 'id', 'timestamp', 'cwd', 'parent_session', 'metadata']
+    """
+    if not isinstance(header, SessionHeader):
+        raise _invalid(header, "header", "a SessionHeader", header)
+    d: dict[str, Any] = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "timestamp": header.timestamp,
+        "cwd": header.cwd,
+        "parent_session": header.parent_session,
+        "metadata": header.metadata,
+    }
+    if header._extra:
+        d.update(header._extra)
+    return d
+
+
+def header_to_json(header: SessionHeader) -> bytes:
+    """Serialise a header as one compact JSON line (UTF-8, no trailing newline).
+
+    Args:
+        header: the header.
+
+    Returns:
+        The JSON bytes.
+
+    Raises:
+        SessionError: ``invalid_argument`` if ``metadata`` cannot be written as JSON.
+
+    >>> header_to_json(SessionHeader("s1", "T", "/"))
+    b'{"type":"session","version":3,"id":"s1","timestamp":"T","cwd":"/",\
+"parent_session":null,"metadata":null}'
+    """
+    return _dumps(header_to_dict(header), "header")
+
+
+def header_from_dict(d: Any) -> SessionHeader:
+    """Build a header from its decoded JSON object.
+
+    Args:
+        d: the decoded first line of a session file.
+
+    Returns:
+        The header.
+
+    Raises:
+        SessionError: ``corrupt`` if ``d`` is not a ``"session"`` object, lacks ``id``,
+            ``timestamp``, ``cwd`` or ``version``, has a field of the wrong type, or has a
+            ``version`` above :data:`FORMAT_VERSION`.
+
+    >>> header_from_dict({"type": "session", "version": 3, "id": "s1", "timestamp": "T",
+    ...                   "cwd": "/"}).parent_session is None
+    True
+    """
+    if not isinstance(d, dict) or d.get("type") != "session":
+        raise _corrupt("missing session header: line 1 is not a 'session' object")
+    version = d.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise _corrupt(f"session header 'version' must be an int, got {_fmt(version)}")
+    if version > FORMAT_VERSION:
+        raise _corrupt(
+            f"session format version {version} is newer than this reader (up to {FORMAT_VERSION})"
+        )
+    try:
+        header = SessionHeader(
+            d["id"],
+            d["timestamp"],
+            d["cwd"],
+            d.get("parent_session"),
+            d.get("metadata"),
+            version,
+        )
+    except KeyError as exc:
+        raise _corrupt(f"session header is missing field {exc.args[0]!r}") from None
+    except SessionError as exc:
+        raise _corrupt(f"invalid session header: {exc.message}") from None
+    if not d.keys() <= _HEADER_KEYS:
+        _keep_extra(header, d, _HEADER_KEYS)
+    return header
+
+
+def header_from_json(raw: bytes | bytearray | memoryview | str) -> SessionHeader:
+    """Parse the first line of a session file into a header.
+
+    Args:
+        raw: the line as UTF-8 bytes or str.
+
+    Returns:
+        The header.
+
+    Raises:
+        SessionError: ``corrupt`` for invalid UTF-8 or JSON, or an invalid header.
+
+    >>> header_from_json('{"type":"session","version":3,"id":"s1","timestamp":"T","cwd":"/"}').id
+    's1'
+    """
+    return header_from_dict(_loads(raw, "session header"))

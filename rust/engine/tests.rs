@@ -1,0 +1,633 @@
+//! Engine-level tests: stores over memory and files, traversal, reader robustness, writer.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use crate::engine::arena::NONE;
+use crate::engine::jsonl::IssueKind;
+use crate::engine::store::{Fault, OpenOptions};
+use crate::engine::{Durability, ErrorCode, Limits, Store};
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w","parent_session":null,"metadata":null}"#;
+
+fn entry(kind: &str, id: &str, parent: Option<&str>, extra: &str) -> String {
+    let parent = parent.map_or("null".to_string(), |p| format!("{p:?}"));
+    format!(
+        r#"{{"type":"{kind}","id":"{id}","parent_id":{parent},"timestamp":"2026-01-01T00:00:00.000Z"{extra}}}"#
+    )
+}
+
+fn user(id: &str, parent: Option<&str>) -> String {
+    entry(
+        "message",
+        id,
+        parent,
+        r#","message":{"role":"user","content":"hi","timestamp":1}"#,
+    )
+}
+
+fn compaction(id: &str, parent: &str, first_kept: Option<&str>, tail: bool) -> String {
+    let fk = first_kept.map_or("null".to_string(), |f| format!("{f:?}"));
+    let tail = if tail {
+        r#"[{"role":"user","content":"t","timestamp":1}]"#
+    } else {
+        "null"
+    };
+    entry(
+        "compaction",
+        id,
+        Some(parent),
+        &format!(
+            r#","summary":"s","first_kept_entry_id":{fk},"tokens_before":5,"retained_tail":{tail},"details":null,"usage":null,"from_hook":false"#
+        ),
+    )
+}
+
+fn memory(lines: &[String]) -> Store {
+    let mut s = Store::memory(HEADER.as_bytes(), Limits::default()).unwrap();
+    for l in lines {
+        s.append(l.as_bytes()).unwrap();
+    }
+    s
+}
+
+fn ids(s: &Store, idxs: &[u32]) -> Vec<String> {
+    idxs.iter().map(|&i| s.arena().id(i).to_string()).collect()
+}
+
+fn leaf_id(s: &Store) -> Option<String> {
+    let l = s.arena().leaf();
+    (l != NONE).then(|| s.arena().id(l).to_string())
+}
+
+fn write_file(path: &Path, body: &str) {
+    let mut f = fs::File::create(path).unwrap();
+    f.write_all(body.as_bytes()).unwrap();
+}
+
+fn open(path: &Path, readonly: bool, strict: bool) -> Result<Store, crate::engine::EngineError> {
+    Store::open(
+        path,
+        OpenOptions {
+            readonly,
+            strict,
+            durability: Durability::Flush,
+            limits: Limits::default(),
+        },
+    )
+}
+
+#[test]
+fn index_children_and_paths() {
+    let s = memory(&[
+        user("a", None),
+        user("b", Some("a")),
+        user("c", Some("b")),
+        user("d", Some("a")),
+    ]);
+    let a = s.arena();
+    assert_eq!(a.len(), 4);
+    assert_eq!(a.lookup("c"), Some(2));
+    assert_eq!(a.lookup("zz"), None);
+    assert_eq!(ids(&s, &a.children(0).collect::<Vec<_>>()), ["b", "d"]);
+    assert_eq!(ids(&s, &a.children(NONE).collect::<Vec<_>>()), ["a"]);
+    assert_eq!(ids(&s, &a.path_to_root(2)), ["a", "b", "c"]);
+    assert_eq!(ids(&s, &a.subtree(0)), ["a", "b", "c", "d"]);
+    assert_eq!(leaf_id(&s).as_deref(), Some("d"));
+}
+
+#[test]
+fn leaf_entries_move_the_leaf_and_replay_the_same_way() {
+    let lines = [
+        user("a", None),
+        user("b", Some("a")),
+        entry("leaf", "l1", Some("b"), r#","target_id":"a""#),
+        user("c", Some("a")),
+        entry("leaf", "l2", Some("c"), r#","target_id":null"#),
+    ];
+    let s = memory(&lines);
+    assert_eq!(leaf_id(&s), None);
+    let replayed =
+        Store::memory_from_bytes(s.memory_bytes().unwrap(), true, Limits::default()).unwrap();
+    assert_eq!(leaf_id(&replayed), None);
+    assert_eq!(replayed.memory_bytes(), s.memory_bytes());
+    let mut s = s;
+    s.append(entry("leaf", "l3", None, r#","target_id":"b""#).as_bytes())
+        .unwrap();
+    assert_eq!(leaf_id(&s).as_deref(), Some("b"));
+}
+
+#[test]
+fn compaction_paths_follow_format_rules() {
+    // a - b - c - k(compaction, first kept b) - d
+    let s = memory(&[
+        user("a", None),
+        user("b", Some("a")),
+        user("c", Some("b")),
+        compaction("k", "c", Some("b"), false),
+        user("d", Some("k")),
+    ]);
+    let d = s.arena().lookup("d").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(d)),
+        ["b", "c", "k", "d"]
+    );
+
+    // retained tail: starts at the compaction
+    let s = memory(&[
+        user("a", None),
+        compaction("k", "a", Some("a"), true),
+        user("d", Some("k")),
+    ]);
+    let d = s.arena().lookup("d").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(d)),
+        ["k", "d"]
+    );
+
+    // null first kept: starts at the compaction
+    let s = memory(&[
+        user("a", None),
+        compaction("k", "a", None, false),
+        user("d", Some("k")),
+    ]);
+    let d = s.arena().lookup("d").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(d)),
+        ["k", "d"]
+    );
+
+    // first kept on another branch (not an ancestor): starts at the compaction
+    let s = memory(&[
+        user("a", None),
+        user("x", Some("a")),
+        user("b", Some("a")),
+        compaction("k", "b", Some("x"), false),
+        user("d", Some("k")),
+    ]);
+    let d = s.arena().lookup("d").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(d)),
+        ["k", "d"]
+    );
+
+    // the nearest of two compactions wins
+    let s = memory(&[
+        user("a", None),
+        user("b", Some("a")),
+        compaction("k1", "b", Some("a"), false),
+        user("c", Some("k1")),
+        compaction("k2", "c", Some("c"), false),
+        user("d", Some("k2")),
+    ]);
+    let d = s.arena().lookup("d").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(d)),
+        ["c", "k2", "d"]
+    );
+    let k2 = s.arena().lookup("k2").unwrap();
+    assert_eq!(
+        ids(&s, &s.arena().path_to_root_or_compaction(k2)),
+        ["c", "k2"]
+    );
+}
+
+#[test]
+fn million_deep_chain_walks_without_recursion() {
+    let n = 1_000_000u32;
+    let mut doc = String::with_capacity(n as usize * 100);
+    doc.push_str(HEADER);
+    doc.push('\n');
+    for i in 0..n {
+        let parent = if i == 0 {
+            "null".to_string()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        doc.push_str(&format!(
+            r#"{{"type":"custom","id":"{i:08x}","parent_id":{parent},"timestamp":"t","custom_type":"x","data":null}}"#
+        ));
+        doc.push('\n');
+    }
+    let s = Store::memory_from_bytes(doc.as_bytes(), true, Limits::default()).unwrap();
+    assert_eq!(s.arena().len(), n as usize);
+    let leaf = s.arena().leaf();
+    assert_eq!(s.arena().path_to_root(leaf).len(), n as usize);
+    assert_eq!(s.arena().path_to_root_or_compaction(leaf).len(), n as usize);
+    assert_eq!(s.arena().subtree(0).len(), n as usize);
+}
+
+#[test]
+fn labels_names_and_stats() {
+    let s = memory(&[
+        user("a", None),
+        entry(
+            "message",
+            "b",
+            Some("a"),
+            r#","message":{"role":"assistant","content":[],"usage":{"input":3,"output":4,"cache_read":1,"cache_write":2,"total_tokens":10,"cost":{"total":0.25}}}"#,
+        ),
+        entry(
+            "label",
+            "l1",
+            Some("b"),
+            r#","target_id":"a","label":"start""#,
+        ),
+        entry("label", "l2", Some("l1"), r#","target_id":"b","label":"x""#),
+        entry(
+            "label",
+            "l3",
+            Some("l2"),
+            r#","target_id":"b","label":null"#,
+        ),
+        entry("session_info", "n1", Some("l3"), r#","name":"first""#),
+        entry("session_info", "n2", Some("n1"), r#","name":"second""#),
+        entry(
+            "branch_summary",
+            "bs",
+            Some("a"),
+            r#","from_id":"a","summary":"s","details":null,"usage":{"input":1,"output":1,"cache_read":0,"cache_write":0,"total_tokens":2,"cost":{"total":0.5}},"from_hook":false"#,
+        ),
+    ]);
+    let a = s.arena();
+    assert_eq!(a.label(0), Some("start"));
+    assert_eq!(a.label(1), None);
+    assert_eq!(a.name(), Some("second"));
+    let st = a.stats();
+    assert_eq!(
+        (
+            st.entry_count,
+            st.message_count,
+            st.user_message_count,
+            st.assistant_message_count
+        ),
+        (8, 2, 1, 1)
+    );
+    assert_eq!(st.usage.total_tokens, 12);
+    assert!((st.usage.cost_total - 0.75).abs() < 1e-9);
+    assert_eq!(a.find("label").len(), 3);
+}
+
+#[test]
+fn append_validates_and_writes_nothing_on_error() {
+    let mut s = memory(&[user("a", None)]);
+    let before = s.byte_len();
+    let cases = [
+        (user("a", None), ErrorCode::DuplicateId),
+        (user("b", Some("nope")), ErrorCode::NotFound),
+        (
+            entry("leaf", "l", Some("a"), r#","target_id":"nope""#),
+            ErrorCode::NotFound,
+        ),
+        (
+            entry(
+                "label",
+                "l",
+                Some("a"),
+                r#","target_id":"nope","label":"x""#,
+            ),
+            ErrorCode::NotFound,
+        ),
+        ("{not json".to_string(), ErrorCode::InvalidArgument),
+        (
+            "{\"type\":\"custom\",\"id\":\"x\",\"parent_id\":null,\"timestamp\":\"t\"}\n"
+                .to_string(),
+            ErrorCode::InvalidArgument,
+        ),
+        (
+            entry("custom", &"i".repeat(300), None, ""),
+            ErrorCode::LimitExceeded,
+        ),
+    ];
+    for (line, code) in cases {
+        let e = s.append(line.as_bytes()).unwrap_err();
+        assert_eq!(e.code, code, "{line}: {e}");
+        assert_eq!(s.byte_len(), before);
+        assert_eq!(s.arena().len(), 1);
+    }
+}
+
+#[test]
+fn lenient_reader_reports_and_strict_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let body = [
+        HEADER.to_string(),
+        user("a", None),
+        "{broken".to_string(),
+        String::new(),
+        user("a", None),
+        user("b", Some("ghost")),
+        entry("leaf", "l", Some("b"), r#","target_id":"ghost""#),
+        format!("{}\r", user("c", Some("b"))),
+    ]
+    .join("\n");
+    let mut bytes = body.into_bytes();
+    bytes.extend_from_slice(b"\n\xff\xfe\n");
+    bytes.extend_from_slice(b"{\"type\":\"message\",\"id\":\"torn");
+    fs::write(&path, &bytes).unwrap();
+
+    let s = open(&path, true, false).unwrap();
+    let kinds: Vec<(u64, IssueKind)> = s.report().issues.iter().map(|i| (i.line, i.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (3, IssueKind::Malformed),
+            (5, IssueKind::DuplicateId),
+            (6, IssueKind::DanglingParent),
+            (7, IssueKind::UnknownLeafTarget),
+            (9, IssueKind::InvalidUtf8),
+            (10, IssueKind::TornTail),
+        ]
+    );
+    assert_eq!(
+        s.report().issues[0].offset,
+        (HEADER.len() + 1 + user("a", None).len() + 1) as u64
+    );
+    assert_eq!(s.arena().len(), 4);
+    assert_eq!(leaf_id(&s).as_deref(), Some("c"));
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        bytes,
+        "a read-only open changes nothing"
+    );
+
+    let e = open(&path, true, true).err().unwrap();
+    assert_eq!(e.code, ErrorCode::Corrupt);
+    assert!(e.message.contains("line 3"), "{}", e.message);
+}
+
+#[test]
+fn writer_open_cuts_torn_tail_into_side_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let good = format!("{HEADER}\n{}\n", user("a", None));
+    write_file(&path, &format!("{good}{{\"type\":\"mess"));
+    let mut s = open(&path, false, false).unwrap();
+    assert_eq!(s.report().torn_tail_bytes, 13);
+    let side = s.torn_path().unwrap().to_path_buf();
+    assert_eq!(fs::read_to_string(&side).unwrap(), "{\"type\":\"mess");
+    assert_eq!(fs::read_to_string(&path).unwrap(), good);
+    s.append(user("b", Some("a")).as_bytes()).unwrap();
+    s.close().unwrap();
+    let r = open(&path, true, true).unwrap();
+    assert_eq!(r.arena().len(), 2);
+}
+
+#[test]
+fn file_round_trip_is_bit_exact_and_reopen_restores_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut s = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Fsync,
+        Limits::default(),
+    )
+    .unwrap();
+    let lines = [
+        user("a", None),
+        user("b", Some("a")),
+        entry(
+            "future_kind",
+            "u",
+            Some("b"),
+            r#","payload":{"z":[1,2.50,"\u00e9"]}"#,
+        ),
+        entry("leaf", "l", Some("u"), r#","target_id":"a""#),
+    ];
+    for l in &lines {
+        s.append(l.as_bytes()).unwrap();
+    }
+    s.close().unwrap();
+    let expected = format!("{HEADER}\n{}\n", lines.join("\n"));
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    let r = open(&path, false, true).unwrap();
+    assert_eq!(leaf_id(&r).as_deref(), Some("a"));
+    assert_eq!(r.line(2).unwrap(), lines[2].as_bytes());
+    drop(r);
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+}
+
+#[test]
+fn second_writer_is_locked_and_readers_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Flush,
+        Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        open(&path, false, false).err().unwrap().code,
+        ErrorCode::Locked
+    );
+    let mut r = open(&path, true, false).unwrap();
+    assert_eq!(
+        r.append(user("x", None).as_bytes()).unwrap_err().code,
+        ErrorCode::Readonly
+    );
+    w.append(user("a", None).as_bytes()).unwrap();
+    assert_eq!(r.refresh().unwrap(), 1);
+    w.close().unwrap();
+    w.close().unwrap();
+    assert_eq!(
+        w.append(user("b", None).as_bytes()).unwrap_err().code,
+        ErrorCode::Closed
+    );
+    let w2 = open(&path, false, false).unwrap();
+    assert_eq!(w2.arena().len(), 1);
+}
+
+#[test]
+fn external_changes_are_detected_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Flush,
+        Limits::default(),
+    )
+    .unwrap();
+    w.append(user("a", None).as_bytes()).unwrap();
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"{}\n").unwrap();
+    let size = fs::metadata(&path).unwrap().len();
+    let e = w.append(user("b", Some("a")).as_bytes()).unwrap_err();
+    assert_eq!(e.code, ErrorCode::ModifiedExternally);
+    assert_eq!(fs::metadata(&path).unwrap().len(), size);
+
+    let path2 = dir.path().join("t.jsonl");
+    let mut w = Store::create(
+        &path2,
+        HEADER.as_bytes(),
+        Durability::Flush,
+        Limits::default(),
+    )
+    .unwrap();
+    let other = dir.path().join("other.jsonl");
+    fs::write(&other, format!("{HEADER}\n")).unwrap();
+    fs::rename(&other, &path2).unwrap();
+    assert_eq!(
+        w.append(user("a", None).as_bytes()).unwrap_err().code,
+        ErrorCode::ModifiedExternally
+    );
+}
+
+#[test]
+fn failed_write_leaves_no_partial_line_and_failed_sync_poisons() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Fsync,
+        Limits::default(),
+    )
+    .unwrap();
+    w.append(user("a", None).as_bytes()).unwrap();
+    let size = fs::metadata(&path).unwrap().len();
+    w.inject_fault(Some(Fault::Write(28)));
+    let e = w.append(user("b", Some("a")).as_bytes()).unwrap_err();
+    assert_eq!((e.code, e.errno), (ErrorCode::Io, Some(28)));
+    assert_eq!(fs::metadata(&path).unwrap().len(), size);
+    w.append(user("c", Some("a")).as_bytes()).unwrap();
+    w.inject_fault(Some(Fault::Sync(5)));
+    assert_eq!(
+        w.append(user("d", Some("c")).as_bytes()).unwrap_err().errno,
+        Some(5)
+    );
+    assert_eq!(
+        w.append(user("e", Some("c")).as_bytes()).unwrap_err().code,
+        ErrorCode::Io
+    );
+    drop(w);
+    let r = open(&path, true, true).unwrap();
+    assert!(r.arena().lookup("c").is_some());
+    assert!(r.arena().lookup("b").is_none());
+}
+
+#[test]
+fn corrupt_headers_are_refused_and_never_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        "",
+        "no newline",
+        "{}\n",
+        "{\"type\":\"session\",\"version\":4,\"id\":\"s\",\"timestamp\":\"t\"}\n",
+        &format!("{}\n", user("a", None)),
+    ];
+    for (i, body) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("{i}.jsonl"));
+        write_file(&path, body);
+        let e = open(&path, false, false).err().unwrap();
+        assert_eq!(e.code, ErrorCode::Corrupt, "{body:?}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), *body);
+    }
+    let e = open(&dir.path().join("missing.jsonl"), true, false)
+        .err()
+        .unwrap();
+    assert_eq!(e.code, ErrorCode::NotFound);
+}
+
+#[test]
+fn create_refuses_existing_files_and_sets_private_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let s = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::None,
+        Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    drop(s);
+    let e = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::None,
+        Limits::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.code, ErrorCode::Exists);
+}
+
+#[test]
+fn none_durability_buffers_until_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::None,
+        Limits::default(),
+    )
+    .unwrap();
+    w.append(user("a", None).as_bytes()).unwrap();
+    assert_eq!(w.line(0).unwrap(), user("a", None).as_bytes());
+    assert_eq!(open(&path, true, false).unwrap().arena().len(), 0);
+    w.flush().unwrap();
+    assert_eq!(open(&path, true, false).unwrap().arena().len(), 1);
+}
+
+#[test]
+fn oversize_lines_are_reported_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let big = entry(
+        "custom",
+        "big",
+        None,
+        &format!(r#","data":"{}""#, "x".repeat(5000)),
+    );
+    write_file(
+        &path,
+        &format!(
+            "{HEADER}\n{}\n{big}\n{}\n",
+            user("a", None),
+            user("b", Some("a"))
+        ),
+    );
+    let opts = OpenOptions {
+        readonly: true,
+        limits: Limits {
+            max_line_bytes: 1000,
+            ..Limits::default()
+        },
+        ..OpenOptions::default()
+    };
+    let s = Store::open(&path, opts).unwrap();
+    assert_eq!(s.arena().len(), 2);
+    assert_eq!(s.report().issues[0].kind, IssueKind::TooLarge);
+    assert_eq!(s.arena().lookup("big"), None);
+    assert_eq!(s.report().issues[0].line, 3);
+}
+
+#[test]
+fn json_bombs_are_refused_by_the_depth_limit() {
+    let bomb = entry(
+        "custom",
+        "bomb",
+        None,
+        &format!(r#","data":{}{}"#, "[".repeat(100_000), "]".repeat(100_000)),
+    );
+    let doc = format!("{HEADER}\n{}\n{bomb}\n", user("a", None));
+    let s = Store::memory_from_bytes(doc.as_bytes(), false, Limits::default()).unwrap();
+    assert_eq!(s.arena().len(), 1);
+    assert_eq!(s.report().issues[0].kind, IssueKind::TooLarge);
+    let mut m = memory(&[]);
+    assert_eq!(
+        m.append(bomb.as_bytes()).unwrap_err().code,
+        ErrorCode::LimitExceeded
+    );
+}
