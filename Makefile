@@ -1,0 +1,60 @@
+# sessiontree developer commands. `make help` lists them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "maturin>=1.7,<2"
+
+.PHONY: install
+install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
+	$(BIN)/maturin develop --release --extras dev -q
+
+.PHONY: build-dev
+build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
+	$(BIN)/maturin develop --extras dev -q
+
+.PHONY: demo
+demo: install ## Install, then build a real session on disk and print its tree and context
+	$(PY) examples/demo.py demo-sessions
+
+.PHONY: test-rust
+test-rust: ## cargo test (the engine, no Python needed)
+	cargo test --quiet
+
+.PHONY: test-python
+test-python: ## pytest (the package; needs `make install`)
+	$(PY) -m pytest -q
+
+.PHONY: test
+test: install test-rust test-python ## Everything: build, cargo test, pytest
+
+.PHONY: lint
+lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check
+	cargo fmt --all -- --check
+	cargo clippy --all-targets --quiet -- -D warnings
+	cargo clippy --features python --quiet -- -D warnings
+	$(BIN)/ruff check python tests benches examples
+	$(BIN)/ruff format --check python tests benches examples
+	$(BIN)/mypy python/sessiontree
+	$(PY) -m mypy.stubtest sessiontree._core
+
+.PHONY: format
+format: ## Format Rust and Python sources
+	cargo fmt --all
+	$(BIN)/ruff format python tests benches examples
+	$(BIN)/ruff check --fix python tests benches examples
+
+.PHONY: bench
+bench: install ## Run the benchmark suite for real and print the results table
+	$(PY) benches/report.py
