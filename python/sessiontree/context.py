@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from .entries import (
     ActiveToolsChangeEntry,
@@ -25,6 +26,7 @@ from .entries import (
 )
 from .errors import SessionError
 from .messages import (
+    _MESSAGE_CLASSES,
     AgentMessage,
     AssistantMessage,
     create_branch_summary_message,
@@ -187,11 +189,33 @@ def build_context_entries(
     entries = default_context_entry_transform(path_entries)
     if options is not None:
         for transform in options.entry_transforms:
-            result = transform(entries)
-            if not isinstance(result, list):
-                result = list(result)
-            entries = result
+            entries = _checked(
+                transform(entries), SessionTreeEntry, f"entry transform {transform!r}", "entries"
+            )
     return entries
+
+
+def _checked(result: object, item_type: Any, who: str, what: str) -> list[Any]:
+    """``result`` as a list, or ``invalid_argument`` naming the callback that returned it.
+
+    A wrong item would otherwise be dropped silently further on (it matches no entry type)
+    or fail far from its cause.
+    """
+    if isinstance(result, list):
+        items = result
+    elif isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
+        raise SessionError(
+            "invalid_argument", f"{who} returned {type(result).__name__}, not a list of {what}"
+        )
+    else:
+        items = list(result)
+    for item in items:
+        if not isinstance(item, item_type):
+            raise SessionError(
+                "invalid_argument",
+                f"{who} returned a {type(item).__name__} among its {what}",
+            )
+    return items
 
 
 def session_entry_to_context_messages(
@@ -221,7 +245,12 @@ def session_entry_to_context_messages(
     if isinstance(entry, CustomEntry) and options is not None:
         projector = options.entry_projectors.get(entry.custom_type)
         if projector is not None:
-            return list(projector(entry, index, entries))
+            return _checked(
+                projector(entry, index, entries),
+                _MESSAGE_CLASSES,
+                f"entry projector for {entry.custom_type!r}",
+                "messages",
+            )
     return []
 
 
@@ -257,5 +286,3 @@ def _context_from(
     return SessionContext(
         _messages(branch, options), state.thinking_level, state.model, state.active_tool_names
     )
-
-

@@ -27,6 +27,7 @@ from .entries import (
     ThinkingLevel,
     ThinkingLevelChangeEntry,
     entry_from_json,
+    entry_to_json,
 )
 from .errors import SessionError
 from .messages import AgentMessage, Usage
@@ -178,9 +179,7 @@ class Session:
         _require_str("name", name, optional=True)
         return self._append(SessionInfoEntry(name=name, **self._base()))
 
-    def move_to(
-        self, entry_id: str | None, summary: Mapping[str, Any] | None = None
-    ) -> str | None:
+    def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None) -> str | None:
         """Moves the leaf to ``entry_id`` (``None``: before the first entry).
 
         With ``summary={"summary": ..., "details"?: ..., "usage"?: ..., "from_hook"?: ...}``
@@ -220,6 +219,9 @@ class Session:
                 usage=summary.get("usage"),
                 from_hook=summary.get("from_hook", False),
             )
+            # Serialise it too (``details`` may not be JSON), so a bad summary cannot leave
+            # the leaf moved without its summary.
+            entry_to_json(branch)
             self._storage.set_leaf_id(entry_id)
             return self._append(branch)
         self._storage.set_leaf_id(entry_id)
@@ -243,7 +245,11 @@ class Session:
         return self._storage.get_path_to_root_or_compaction(leaf)
 
     def get_label(self, entry_id: str) -> str | None:
-        """The label on ``entry_id``."""
+        """The label on ``entry_id`` (``None`` if it has none).
+
+        Raises:
+            SessionError: ``not_found`` for an unknown id.
+        """
         return self._storage.get_label(entry_id)
 
     def get_session_name(self) -> str | None:
@@ -268,9 +274,7 @@ class Session:
         else:
             entries = storage.get_entries()
             pos = {e.id: i for i, e in enumerate(entries)}
-            parents = [
-                pos.get(e.parent_id, -1) if e.parent_id is not None else -1 for e in entries
-            ]
+            parents = [pos.get(e.parent_id, -1) if e.parent_id is not None else -1 for e in entries]
             # A custom storage may list a child before its parent; fall back to a root.
             parents = [p if p < i else -1 for i, p in enumerate(parents)]
         labels = storage.get_labels()

@@ -80,7 +80,8 @@ class SessionStorage(abc.ABC):
 
     @abc.abstractmethod
     def get_label(self, entry_id: str) -> str | None:
-        """The label on ``entry_id`` (the last ``label`` entry for it wins)."""
+        """The label on ``entry_id`` (the last ``label`` entry for it wins); ``not_found``
+        for an unknown id."""
 
     @abc.abstractmethod
     def get_session_name(self) -> str | None:
@@ -274,6 +275,10 @@ class _EngineStorage(SessionStorage):
     def get_label(self, entry_id: str) -> str | None:
         _check_id_arg("entry_id", entry_id, optional=False)
         self._check()
+        # API.md: an unknown id is ``not_found`` everywhere but ``get_entry``; ``None``
+        # would hide a typo as "no label".
+        if self._engine.lookup(entry_id) is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
         return self._engine.label(entry_id)
 
     def get_labels(self) -> dict[str, str]:
@@ -322,6 +327,7 @@ class _EngineStorage(SessionStorage):
         return SessionStats(*self._engine.stats())
 
     def __len__(self) -> int:
+        self._check()
         return len(self._engine)
 
     @property
@@ -414,7 +420,15 @@ class JsonlSessionStorage(_EngineStorage):
     holds the file's single-writer lock until :meth:`close`.
     """
 
-    def __init__(self, engine: _core.Engine, durability: str, readonly: bool) -> None:
+    def __init__(
+        self, engine: _core.Engine, durability: str = "group", readonly: bool = False
+    ) -> None:
+        if not isinstance(engine, _core.Engine):
+            # The seed builds this storage from a path; point such callers to the factories.
+            raise SessionError(
+                "invalid_argument",
+                "use JsonlSessionStorage.create(path) or JsonlSessionStorage.open(path)",
+            )
         super().__init__(engine)
         self._durability = durability
         self._readonly = readonly
@@ -437,9 +451,7 @@ class JsonlSessionStorage(_EngineStorage):
             limits: size limits.
         """
         mode = _check_durability(durability)
-        engine = _core.Engine.create(
-            os.fspath(path), _make_header(header), mode, **_limits(limits)
-        )
+        engine = _core.Engine.create(os.fspath(path), _make_header(header), mode, **_limits(limits))
         return cls(engine, mode, False)
 
     @classmethod
@@ -501,6 +513,7 @@ class JsonlSessionStorage(_EngineStorage):
         return self._engine.refresh()
 
     def _require_writable(self) -> None:
+        self._check()
         if self._readonly:
             raise SessionError("readonly", f"{self.path} is open read-only")
 
@@ -518,5 +531,3 @@ class JsonlSessionStorage(_EngineStorage):
         else:
             state = f"{len(self)} entries, {'read-only' if self._readonly else self._durability}"
         return f"<JsonlSessionStorage {self.path!r} {state}>"
-
-

@@ -136,6 +136,13 @@ class TreeNode:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"TreeNode is immutable (cannot set {name!r})")
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"TreeNode is immutable (cannot delete {name!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default reduce restores slots through ``__setattr__``, which refuses.
+        return (TreeNode, (self.entry, self.children, self.label))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TreeNode):
             return NotImplemented
@@ -164,8 +171,7 @@ class TreeNode:
     def __repr__(self) -> str:
         label = f", label={self.label!r}" if self.label is not None else ""
         return (
-            f"TreeNode({self.entry.type} {self.entry.id!r}, "
-            f"children={len(self.children)}{label})"
+            f"TreeNode({self.entry.type} {self.entry.id!r}, children={len(self.children)}{label})"
         )
 
 

@@ -173,16 +173,20 @@ pub enum Line<'a> {
     TooLarge(u64),
 }
 
-const CHUNK: usize = 1 << 20;
+/// Read size: large enough that splitting a chunk's lines across cores pays off.
+const CHUNK: usize = 8 << 20;
 
-/// Streams `reader` line by line from `offset`, calling `on_line(line, offset, line_no)`
-/// for every line that ends in `\n`; never holds more than one chunk plus one line.
+/// One complete line of a batch: the line, its byte offset and its 1-based number.
+pub type BatchLine<'a> = (Line<'a>, u64, u64);
+
+/// Streams `reader` from `offset`, handing every run of complete lines (ending in `\n`) to
+/// `on_batch`; never holds more than one chunk plus one line in memory.
 pub fn scan<R: Read>(
     reader: &mut R,
     offset: u64,
     first_line_no: u64,
     max_line_bytes: usize,
-    mut on_line: impl FnMut(Line<'_>, u64, u64) -> Result<()>,
+    mut on_batch: impl FnMut(&[BatchLine<'_>]) -> Result<()>,
 ) -> io::Result<ScanEnd> {
     let mut buf = vec![0u8; CHUNK];
     let (mut start, mut end) = (0usize, 0usize);
@@ -190,23 +194,30 @@ pub fn scan<R: Read>(
     let mut line_no = first_line_no;
     // While skipping an oversize line: where it started and how long it is so far.
     let mut skipping: Option<(u64, u64)> = None;
-    let mut fail: Option<EngineError> = None;
     loop {
-        while let Some(nl) = memchr(b'\n', &buf[start..end]) {
-            let line_start = base + start as u64;
-            let res = match skipping.take() {
-                Some((at, skipped)) => on_line(Line::TooLarge(skipped + nl as u64), at, line_no),
-                None => on_line(Line::Text(&buf[start..start + nl]), line_start, line_no),
-            };
-            if let Err(e) = res {
-                fail = Some(e);
-                break;
+        {
+            let mut spans: Vec<(usize, usize, u64, u64)> = Vec::new();
+            let mut too_large: Option<(u64, u64, u64)> = None;
+            while let Some(nl) = memchr(b'\n', &buf[start..end]) {
+                match skipping.take() {
+                    Some((at, skipped)) => too_large = Some((skipped + nl as u64, at, line_no)),
+                    None => spans.push((start, start + nl, base + start as u64, line_no)),
+                }
+                line_no += 1;
+                start += nl + 1;
             }
-            line_no += 1;
-            start += nl + 1;
-        }
-        if let Some(e) = fail {
-            return Err(io::Error::other(e));
+            let mut batch: Vec<BatchLine<'_>> = Vec::with_capacity(spans.len() + 1);
+            if let Some((n, at, no)) = too_large {
+                batch.push((Line::TooLarge(n), at, no));
+            }
+            batch.extend(
+                spans
+                    .iter()
+                    .map(|&(a, b, off, no)| (Line::Text(&buf[a..b]), off, no)),
+            );
+            if !batch.is_empty() {
+                on_batch(&batch).map_err(io::Error::other)?;
+            }
         }
         if let Some((_, skipped)) = &mut skipping {
             *skipped += (end - start) as u64;
@@ -369,12 +380,14 @@ mod tests {
 
     fn lines_of(data: &[u8], max: usize) -> (Vec<(String, u64, u64)>, ScanEnd) {
         let mut out = Vec::new();
-        let end = scan(&mut &data[..], 0, 1, max, |l, off, no| {
-            let text = match l {
-                Line::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                Line::TooLarge(n) => format!("<{n}>"),
-            };
-            out.push((text, off, no));
+        let end = scan(&mut &data[..], 0, 1, max, |batch| {
+            for (l, off, no) in batch {
+                let text = match l {
+                    Line::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    Line::TooLarge(n) => format!("<{n}>"),
+                };
+                out.push((text, *off, *no));
+            }
             Ok(())
         })
         .unwrap();

@@ -9,11 +9,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, Role};
+use crate::engine::schema::{self, MessageFields, Shape};
 
 /// Readers accept ids of at most this many bytes (FORMAT.md).
 pub const MAX_ID_BYTES: usize = 256;
@@ -97,93 +97,92 @@ struct RawEntry<'a> {
     #[serde(borrow, default)]
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    message: Option<MessageHead<'a>>,
+    message: Option<Shape<'a, MessageFields<'a>>>,
     #[serde(borrow, default)]
     usage: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    thinking_level: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    provider: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    model_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    active_tool_names: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    summary: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tokens_before: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    from_hook: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    from_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    custom_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    display: Option<&'a RawValue>,
 }
 
-/// The `role` and `usage` of a message object; anything that is not an object is accepted
-/// (and skipped) so unknown entry types may use `message` as they like.
-#[derive(Default)]
-struct MessageHead<'a> {
-    is_object: bool,
-    role: Option<&'a RawValue>,
-    usage: Option<&'a RawValue>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for MessageHead<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MessageHeadVisitor)
-    }
-}
-
-struct MessageHeadVisitor;
-
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum MessageField {
-    Role,
-    Usage,
-    #[serde(other)]
-    Other,
-}
-
-impl<'de> Visitor<'de> for MessageHeadVisitor {
-    type Value = MessageHead<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut head = MessageHead {
-            is_object: true,
-            ..MessageHead::default()
-        };
-        while let Some(key) = map.next_key::<MessageField>()? {
-            match key {
-                MessageField::Role => {
-                    if head.role.is_some() {
-                        return Err(de::Error::duplicate_field("role"));
-                    }
-                    head.role = Some(map.next_value()?);
-                }
-                MessageField::Usage => {
-                    if head.usage.is_some() {
-                        return Err(de::Error::duplicate_field("usage"));
-                    }
-                    head.usage = Some(map.next_value()?);
-                }
-                MessageField::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
+impl<'a> RawEntry<'a> {
+    /// A type-specific field by name, as raw JSON (`None` when absent or null).
+    fn field(&self, name: &str) -> Option<&'a RawValue> {
+        match name {
+            "target_id" => self.target_id,
+            "label" => self.label,
+            "first_kept_entry_id" => self.first_kept_entry_id,
+            "retained_tail" => self.retained_tail,
+            "name" => self.name,
+            "usage" => self.usage,
+            "thinking_level" => self.thinking_level,
+            "provider" => self.provider,
+            "model_id" => self.model_id,
+            "active_tool_names" => self.active_tool_names,
+            "summary" => self.summary,
+            "tokens_before" => self.tokens_before,
+            "from_hook" => self.from_hook,
+            "from_id" => self.from_id,
+            "custom_type" => self.custom_type,
+            "content" => self.content,
+            "display" => self.display,
+            _ => None,
         }
-        Ok(head)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(MessageHead::default())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(MessageHead::default())
+    /// Checks the type-specific fields of a known entry type (FORMAT.md's table).
+    fn check_fields(&self, kind: Kind) -> Result<(), LineError> {
+        let type_name = &*self.kind;
+        let fail = |m: String| LineError(m);
+        schema::check_rules(type_name, |n| self.field(n), schema::entry_rules(type_name))
+            .map_err(fail)?;
+        match kind {
+            Kind::ThinkingLevelChange => schema::check_one_of(
+                type_name,
+                "thinking_level",
+                self.thinking_level,
+                schema::THINKING_LEVELS,
+            )
+            .map_err(fail),
+            Kind::ActiveToolsChange => self
+                .active_tool_names
+                .map_or(Ok(()), |raw| {
+                    schema::check_str_list("active_tool_names", raw)
+                })
+                .map_err(fail),
+            Kind::Compaction => {
+                if let Some(tail) = self.retained_tail {
+                    schema::check_message_list(tail).map_err(fail)?;
+                }
+                self.usage
+                    .map_or(Ok(()), |u| schema::check_usage(type_name, u))
+                    .map_err(fail)
+            }
+            Kind::BranchSummary => self
+                .usage
+                .map_or(Ok(()), |u| schema::check_usage(type_name, u))
+                .map_err(fail),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -274,9 +273,12 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
     check_id(&id, max_id_bytes)?;
     let parent_id = opt_str(raw.parent_id, "parent_id")?;
     let timestamp = req_str(raw.timestamp, "timestamp")?;
+    if kind != Kind::Unknown {
+        raw.check_fields(kind)?;
+    }
     let mut entry = ParsedEntry {
         kind,
-        type_name: raw.kind,
+        type_name: raw.kind.clone(),
         id,
         parent_id,
         timestamp,
@@ -289,14 +291,15 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
     };
     match kind {
         Kind::Message => {
-            let head = match raw.message {
-                Some(head) if head.is_object => head,
+            let message = match &raw.message {
+                Some(Shape::Object(m)) => m,
                 _ => return line_err("`message` must be an object"),
             };
-            let role = req_str(head.role, "message.role")?;
+            schema::check_message(message).map_err(LineError)?;
+            let role = req_str(message.get("role"), "message.role")?;
             entry.role = Role::from_name(&role);
             if entry.role == Role::Assistant {
-                entry.usage = parse_usage(head.usage);
+                entry.usage = parse_usage(message.get("usage"));
             }
         }
         Kind::Leaf => entry.target_id = opt_str(raw.target_id, "target_id")?,
@@ -367,7 +370,7 @@ mod tests {
     #[test]
     fn parses_base_fields_and_borrows() {
         let e = parse_entry(
-            r#"{"type":"message","id":"a1","parent_id":null,"timestamp":"t","message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"message","id":"a1","parent_id":null,"timestamp":"t","message":{"role":"user","content":"hi","timestamp":1}}"#,
             256,
         )
         .unwrap();
@@ -391,7 +394,7 @@ mod tests {
     #[test]
     fn assistant_usage_is_summed() {
         let e = parse_entry(
-            r#"{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":{"role":"assistant","content":[],"usage":{"input":10,"output":5,"cache_read":1,"cache_write":2,"total_tokens":18,"cost":{"total":0.5}}}}"#,
+            r#"{"type":"message","id":"a","parent_id":null,"timestamp":"t","message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":1,"usage":{"input":10,"output":5,"cache_read":1,"cache_write":2,"total_tokens":18,"cost":{"total":0.5}}}}"#,
             256,
         )
         .unwrap();
@@ -481,6 +484,84 @@ mod tests {
         // Either outcome is fine for an unknown field; what matters is returning at all.
         let _ = parse_entry(&wrap("data"), 256);
         assert!(parse_entry(&wrap("message"), 256).is_err());
+    }
+
+    #[test]
+    fn type_specific_fields_are_checked() {
+        let base = r#""id":"a","parent_id":null,"timestamp":"t""#;
+        let bad = [
+            (
+                r#""type":"thinking_level_change","thinking_level":"ultra""#,
+                "thinking_level",
+            ),
+            (
+                r#""type":"model_change","provider":5,"model_id":"m""#,
+                "provider",
+            ),
+            (
+                r#""type":"active_tools_change","active_tool_names":["a",1]"#,
+                "active_tool_names",
+            ),
+            (
+                r#""type":"compaction","summary":"s","tokens_before":1.5"#,
+                "tokens_before",
+            ),
+            (
+                r#""type":"compaction","summary":"s","tokens_before":1,"retained_tail":[{"role":"user"}]"#,
+                "timestamp",
+            ),
+            (r#""type":"branch_summary","summary":"s""#, "from_id"),
+            (
+                r#""type":"custom_message","custom_type":"c","content":["x"]"#,
+                "content",
+            ),
+            (r#""type":"label","target_id":"x","label":3"#, "label"),
+            (r#""type":"session_info","name":{}"#, "name"),
+            (
+                r#""type":"message","message":{"role":"user","timestamp":1}"#,
+                "content",
+            ),
+            (
+                r#""type":"message","message":{"role":"user","content":[{"type":"tool_call"}],"timestamp":1}"#,
+                "not allowed",
+            ),
+            (
+                r#""type":"message","message":{"role":"assistant","content":[{"type":"text"}],"provider":"p","model":"m","timestamp":1}"#,
+                "`text` is missing",
+            ),
+            (
+                r#""type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":1,"stop_reason":"done"}"#,
+                "stop_reason",
+            ),
+            (
+                r#""type":"message","message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":1,"usage":{"input":1.5}}"#,
+                "usage",
+            ),
+            (
+                r#""type":"message","message":{"role":"tool_result","tool_call_id":"c","tool_name":"n","content":"x","timestamp":1}"#,
+                "array",
+            ),
+            (
+                r#""type":"message","message":{"role":"user","content":"x","content":"y","timestamp":1}"#,
+                "duplicate",
+            ),
+        ];
+        for (fields, want) in bad {
+            let line = format!("{{{fields},{base}}}");
+            let got = parse_entry(&line, 256).unwrap_err().0;
+            assert!(got.contains(want), "{line}: {got}");
+        }
+        let good = [
+            r#""type":"message","message":{"role":"future_role","anything":[1]}"#,
+            r#""type":"message","message":{"role":"user","content":[{"type":"text","text":"x","extra":1},{"type":"image","data":"b","mime_type":"image/png"}],"timestamp":1,"new_field":true}"#,
+            r#""type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"t","redacted":true},{"type":"tool_call","id":"i","name":"n","arguments":{}}],"provider":"p","model":"m","timestamp":1,"usage":{"input":1,"cost":{"total":0.5}},"stop_reason":"tool_use"}"#,
+            r#""type":"compaction","summary":"s","tokens_before":1,"retained_tail":[{"role":"user","content":"x","timestamp":2}],"first_kept_entry_id":null"#,
+            r#""type":"leaf","target_id":null"#,
+        ];
+        for fields in good {
+            let line = format!("{{{fields},{base}}}");
+            assert!(parse_entry(&line, 256).is_ok(), "{line}");
+        }
     }
 
     #[test]

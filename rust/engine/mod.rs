@@ -4,6 +4,7 @@ pub mod arena;
 pub mod error;
 pub mod jsonl;
 pub mod line;
+pub mod schema;
 pub mod store;
 
 #[cfg(test)]

@@ -17,10 +17,10 @@ use memchr::memchr;
 use crate::engine::arena::{Arena, RefProblem, NONE};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
-    self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, IssueKind,
-    Limits, Line, LoadIssue, LoadReport,
+    self, create_private, lock_writer, open_nofollow, scan, scan_error, BatchLine, Durability,
+    IssueKind, Limits, Line, LoadIssue, LoadReport,
 };
-use crate::engine::line::{parse_entry, parse_header};
+use crate::engine::line::{parse_entry, parse_header, ParsedEntry};
 
 /// `none` durability writes its buffer out once it holds this much.
 const BUFFER_LIMIT: usize = 1 << 16;
@@ -36,6 +36,8 @@ struct SyncState {
     dirty: bool,
     stop: bool,
     failure: Option<EngineError>,
+    /// An injected failure for the next background sync (tests).
+    fault: Option<i32>,
 }
 
 impl GroupSync {
@@ -56,10 +58,14 @@ impl GroupSync {
                     }
                     if state.dirty && state.failure.is_none() {
                         state.dirty = false;
+                        let fault = state.fault.take();
                         drop(state);
                         // Wait a little so a burst of appends shares one sync.
                         std::thread::sleep(Duration::from_millis(20));
-                        let res = file.sync_data();
+                        let res = match fault {
+                            Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+                            None => file.sync_data(),
+                        };
                         state = lock.lock().unwrap_or_else(|p| p.into_inner());
                         if let Err(e) = res {
                             state.failure = Some(EngineError::io(
@@ -223,17 +229,14 @@ impl Store {
         let mut store = Store::memory(&data[..header_end], limits)?;
         store.strict = strict;
         let body = &data[header_end + 1..];
-        let end = {
-            let mut sink = Vec::new();
-            let res = scan(
-                &mut &body[..],
-                (header_end + 1) as u64,
-                2,
-                limits.max_line_bytes,
-                |line, off, no| store.ingest(line, off, no, &mut sink),
-            );
-            res.map_err(|e| scan_error(Path::new("<memory>"), e))?
-        };
+        let end = scan(
+            &mut &body[..],
+            (header_end + 1) as u64,
+            2,
+            limits.max_line_bytes,
+            |batch| store.ingest_batch(batch),
+        )
+        .map_err(|e| scan_error(Path::new("<memory>"), e))?;
         if let Backing::Memory(buf) = &mut store.backing {
             buf.extend_from_slice(&data[header_end + 1..end.good_len as usize]);
         }
@@ -264,10 +267,11 @@ impl Store {
         let mut line = header.to_vec();
         line.push(b'\n');
         let io_err = |e: std::io::Error| EngineError::io(format!("writing {}", path.display()), &e);
-        file.write_all(&line).map_err(io_err)?;
-        if durability != Durability::None {
-            file.sync_all().map_err(io_err)?;
-            jsonl::sync_parent_dir(path).map_err(io_err)?;
+        let written = write_header(&mut file, &line, durability, path);
+        if let Err(e) = written {
+            // Half a session is worse than none: the name stays free for a retry.
+            let _ = std::fs::remove_file(path);
+            return Err(io_err(e));
         }
         let meta = file.metadata().map_err(io_err)?;
         let sync = (durability == Durability::Group)
@@ -372,13 +376,12 @@ impl Store {
             .file_backing()
             .map(|b| b.path.clone())
             .unwrap_or_default();
-        let mut sink = Vec::new();
         let end = scan(
             reader,
             offset,
             self.next_line_no,
             self.limits.max_line_bytes,
-            |line, off, no| self.ingest(line, off, no, &mut sink),
+            |batch| self.ingest_batch(batch),
         )
         .map_err(|e| scan_error(&path, e))?;
         self.next_line_no = end.next_line_no;
@@ -447,61 +450,35 @@ impl Store {
         Ok(())
     }
 
-    /// Indexes one scanned line (the lenient reader's rules, or `corrupt` in strict mode).
-    fn ingest(
+    /// Indexes a batch of scanned lines: parsed on every core, then applied in file order
+    /// (the lenient reader's rules, or `corrupt` in strict mode).
+    fn ingest_batch(&mut self, batch: &[BatchLine<'_>]) -> Result<()> {
+        let limits = self.limits;
+        let span = match (batch.first(), batch.last()) {
+            (Some(a), Some(b)) => (b.1 - a.1) as usize,
+            _ => 0,
+        };
+        let parsed = parallel_map(batch, span >= PARALLEL_MIN_BYTES, |(line, _, _)| {
+            pre_parse(line, &limits)
+        });
+        for (pre, &(_, offset, line_no)) in parsed.into_iter().zip(batch) {
+            match pre {
+                Pre::Blank => {}
+                Pre::Issue(kind, message) => self.issue(kind, line_no, offset, message)?,
+                Pre::Entry(parsed, len) => self.apply(&parsed, len, offset, line_no)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(
         &mut self,
-        line: Line<'_>,
+        parsed: &ParsedEntry<'_>,
+        len: u32,
         offset: u64,
         line_no: u64,
-        _sink: &mut Vec<u8>,
     ) -> Result<()> {
-        let bytes = match line {
-            Line::TooLarge(n) => {
-                let max = self.limits.max_line_bytes;
-                return self.issue(
-                    IssueKind::TooLarge,
-                    line_no,
-                    offset,
-                    format!("line of {n} bytes is over the limit of {max}"),
-                );
-            }
-            Line::Text(t) if t.len() > self.limits.max_line_bytes => {
-                let (n, max) = (t.len(), self.limits.max_line_bytes);
-                return self.issue(
-                    IssueKind::TooLarge,
-                    line_no,
-                    offset,
-                    format!("line of {n} bytes is over the limit of {max}"),
-                );
-            }
-            Line::Text(t) => t,
-        };
-        let trimmed = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        if trimmed.iter().all(u8::is_ascii_whitespace) {
-            return Ok(());
-        }
-        let Ok(text) = std::str::from_utf8(trimmed) else {
-            return self.issue(
-                IssueKind::InvalidUtf8,
-                line_no,
-                offset,
-                "line is not valid UTF-8".into(),
-            );
-        };
-        if self.limits.depth_exceeded(trimmed) {
-            let max = self.limits.max_depth;
-            return self.issue(
-                IssueKind::TooLarge,
-                line_no,
-                offset,
-                format!("JSON nested deeper than the limit of {max}"),
-            );
-        }
-        let parsed = match parse_entry(text, self.limits.max_id_bytes) {
-            Ok(p) => p,
-            Err(e) => return self.issue(IssueKind::Malformed, line_no, offset, e.0),
-        };
-        let (parent, target, problems) = self.arena.resolve(&parsed);
+        let (parent, target, problems) = self.arena.resolve(parsed);
         for p in &problems {
             let (kind, message) = match p {
                 RefProblem::DuplicateId => (
@@ -530,14 +507,8 @@ impl Store {
         if problems.contains(&RefProblem::DuplicateId) {
             return Ok(());
         }
-        self.arena.push(
-            &parsed,
-            parent,
-            target,
-            offset,
-            trimmed.len() as u32,
-            line_no,
-        );
+        self.arena
+            .push(parsed, parent, target, offset, len, line_no);
         Ok(())
     }
 
@@ -548,7 +519,8 @@ impl Store {
         }
     }
 
-    fn check_open(&self) -> Result<()> {
+    /// Fails with `closed` after close, or with the error that poisoned the store.
+    pub fn check_open(&self) -> Result<()> {
         if self.closed {
             return err(ErrorCode::Closed, "the session storage is closed");
         }
@@ -737,7 +709,9 @@ impl Store {
                 return Err(e);
             }
         }
-        check_unchanged(b)?;
+        if b.durability == Durability::None {
+            check_unchanged(b)?;
+        }
         b.pending.extend_from_slice(line);
         b.pending.push(b'\n');
         if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
@@ -811,8 +785,15 @@ impl Store {
     }
 
     /// Makes the next write or sync of a file store fail (for tests of failure paths).
+    ///
+    /// With `group` durability a sync fault hits the background syncer's next sync.
     pub fn inject_fault(&mut self, fault: Option<Fault>) {
         if let Backing::File(b) = &mut self.backing {
+            if let (Some(Fault::Sync(errno)), Some(sync)) = (fault, &b.sync) {
+                let (lock, _) = &*sync.shared;
+                lock.lock().unwrap_or_else(|p| p.into_inner()).fault = Some(errno);
+                return;
+            }
             b.fault = fault;
         }
     }
@@ -843,6 +824,13 @@ impl Store {
     }
 }
 
+impl Drop for Store {
+    /// A store dropped without `close()` still flushes, stops its syncer and unlocks.
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
 impl GroupSync {
     /// Fails with the syncer's error if a background sync has failed.
     fn mark_dirty_check(&self) -> Result<()> {
@@ -853,6 +841,32 @@ impl GroupSync {
             None => Ok(()),
         }
     }
+}
+
+/// Writes (and unless `none`, syncs) a new file's header line.
+fn write_header(
+    file: &mut File,
+    line: &[u8],
+    durability: Durability,
+    path: &Path,
+) -> std::io::Result<()> {
+    if let Some(errno) = test_fault_on_create() {
+        return Err(std::io::Error::from_raw_os_error(errno));
+    }
+    file.write_all(line)?;
+    if durability != Durability::None {
+        file.sync_all()?;
+        jsonl::sync_parent_dir(path)?;
+    }
+    Ok(())
+}
+
+/// Tests set `SESSIONTREE_TEST_FAIL_CREATE=<errno>` to make header writes fail.
+fn test_fault_on_create() -> Option<i32> {
+    std::env::var("SESSIONTREE_TEST_FAIL_CREATE")
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// `fdatasync`, or the injected sync fault.
@@ -906,6 +920,15 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
 /// The error's flag says whether the handle must be poisoned (the trim also failed, or
 /// a sync failed, so the file state is unknown).
 fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, bool)> {
+    // Buffered (`none`) appends are already in the index: losing them must poison.
+    let buffered = b.durability == Durability::None;
+    if let Err(e) = check_unchanged(b) {
+        if !buffered {
+            // The one line of this append was never written: forget it.
+            b.pending.clear();
+        }
+        return Err((e, buffered));
+    }
     let path = b.path.display().to_string();
     let written = match b.fault.take() {
         Some(Fault::Write(errno)) => {
@@ -923,7 +946,7 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
         let error = EngineError::io(format!("appending to {path}"), &e);
         b.pending.clear();
         let trimmed = b.file.set_len(b.written_len).is_ok();
-        return Err((error, !trimmed));
+        return Err((error, buffered || !trimmed));
     }
     b.written_len += b.pending.len() as u64;
     b.pending.clear();
@@ -941,4 +964,83 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
 pub fn leaf_index(store: &Store) -> Option<u32> {
     let leaf = store.arena().leaf();
     (leaf != NONE).then_some(leaf)
+}
+
+/// A line after the order-independent part of loading.
+// One per line of a batch, consumed at once: boxing the entry would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
+enum Pre<'a> {
+    Blank,
+    Issue(IssueKind, String),
+    Entry(ParsedEntry<'a>, u32),
+}
+
+/// Checks and parses one line on its own (size, UTF-8, depth, JSON, base fields).
+fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
+    let bytes = match *line {
+        Line::TooLarge(n) => {
+            let max = limits.max_line_bytes;
+            return Pre::Issue(
+                IssueKind::TooLarge,
+                format!("line of {n} bytes is over the limit of {max}"),
+            );
+        }
+        Line::Text(t) => t,
+    };
+    if bytes.len() > limits.max_line_bytes {
+        let (n, max) = (bytes.len(), limits.max_line_bytes);
+        return Pre::Issue(
+            IssueKind::TooLarge,
+            format!("line of {n} bytes is over the limit of {max}"),
+        );
+    }
+    let trimmed = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    if trimmed.iter().all(u8::is_ascii_whitespace) {
+        return Pre::Blank;
+    }
+    let Ok(text) = std::str::from_utf8(trimmed) else {
+        return Pre::Issue(IssueKind::InvalidUtf8, "line is not valid UTF-8".into());
+    };
+    if limits.depth_exceeded(trimmed) {
+        let max = limits.max_depth;
+        return Pre::Issue(
+            IssueKind::TooLarge,
+            format!("JSON nested deeper than the limit of {max}"),
+        );
+    }
+    match parse_entry(text, limits.max_id_bytes) {
+        Ok(p) => Pre::Entry(p, trimmed.len() as u32),
+        Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
+    }
+}
+
+/// Below this many bytes a batch is parsed on the calling thread.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// Maps `f` over `items` in order, splitting the work across the machine's cores.
+fn parallel_map<'a, T: Sync, R: Send>(
+    items: &'a [T],
+    parallel: bool,
+    f: impl Fn(&'a T) -> R + Sync,
+) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || !parallel || items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for h in handles {
+            match h.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }

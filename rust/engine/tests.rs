@@ -226,7 +226,7 @@ fn labels_names_and_stats() {
             "message",
             "b",
             Some("a"),
-            r#","message":{"role":"assistant","content":[],"usage":{"input":3,"output":4,"cache_read":1,"cache_write":2,"total_tokens":10,"cost":{"total":0.25}}}"#,
+            r#","message":{"role":"assistant","content":[],"provider":"p","model":"m","timestamp":1,"usage":{"input":3,"output":4,"cache_read":1,"cache_write":2,"total_tokens":10,"cost":{"total":0.25}}}"#,
         ),
         entry(
             "label",
@@ -630,4 +630,55 @@ fn json_bombs_are_refused_by_the_depth_limit() {
         m.append(bomb.as_bytes()).unwrap_err().code,
         ErrorCode::LimitExceeded
     );
+}
+
+#[test]
+fn parallel_loading_keeps_file_order_and_line_numbers() {
+    let mut doc = format!("{HEADER}\n");
+    let pad = "p".repeat(400);
+    let mut expected_bad = Vec::new();
+    let mut offsets = Vec::new();
+    for i in 0..40_000u32 {
+        let line_no = u64::from(i) + 2;
+        if i % 997 == 5 {
+            doc.push_str("{\"broken\n");
+            expected_bad.push(line_no);
+            continue;
+        }
+        let parent = if i == 0 {
+            "null".into()
+        } else {
+            format!("\"{:06}\"", i - 1)
+        };
+        offsets.push(doc.len());
+        doc.push_str(&format!(
+            r#"{{"type":"custom","id":"{i:06}","parent_id":{parent},"timestamp":"t","custom_type":"x","data":"{pad}"}}"#
+        ));
+        doc.push('\n');
+    }
+    assert!(doc.len() > 8 << 20, "the document must span several chunks");
+    let s = Store::memory_from_bytes(doc.as_bytes(), false, Limits::default()).unwrap();
+    let malformed: Vec<u64> = s
+        .report()
+        .issues
+        .iter()
+        .filter(|i| i.kind == IssueKind::Malformed)
+        .map(|i| i.line)
+        .collect();
+    assert_eq!(malformed, expected_bad);
+    let dangling = s
+        .report()
+        .issues
+        .iter()
+        .filter(|i| i.kind == IssueKind::DanglingParent)
+        .count();
+    assert_eq!(dangling, expected_bad.len());
+    for i in 0..s.arena().len() as u32 {
+        let node = s.arena().node(i);
+        let line = s.line(i).unwrap();
+        assert!(line.starts_with(
+            format!("{{\"type\":\"custom\",\"id\":\"{}\"", s.arena().id(i)).as_bytes()
+        ));
+        assert_eq!(node.offset as usize, offsets[i as usize]);
+    }
 }

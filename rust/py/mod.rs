@@ -94,6 +94,12 @@ impl PyEngine {
     }
 
     fn lines_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let len = self.store.arena().len();
+        if let Some(bad) = idxs.iter().find(|&&i| i as usize >= len) {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "entry index {bad} out of range (0..{len})"
+            )));
+        }
         let mut out = Vec::with_capacity(idxs.len());
         for &i in idxs {
             let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
@@ -236,8 +242,9 @@ impl PyEngine {
         self.store.torn_path().map(PathBuf::from)
     }
 
-    fn __len__(&self) -> usize {
-        self.store.arena().len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.check(py)?;
+        Ok(self.store.arena().len())
     }
 
     /// The whole document of a memory engine.
@@ -257,17 +264,20 @@ impl PyEngine {
     }
 
     /// The current leaf's index, or None.
-    fn leaf(&self) -> Option<u32> {
-        opt_idx(self.store.arena().leaf())
+    fn leaf(&self, py: Python<'_>) -> PyResult<Option<u32>> {
+        self.check(py)?;
+        Ok(opt_idx(self.store.arena().leaf()))
     }
 
     /// The index of `id`, or None.
-    fn lookup(&self, id: &str) -> Option<u32> {
-        self.store.arena().lookup(id)
+    fn lookup(&self, py: Python<'_>, id: &str) -> PyResult<Option<u32>> {
+        self.check(py)?;
+        Ok(self.store.arena().lookup(id))
     }
 
     /// The id of entry `idx`.
-    fn id_of(&self, idx: u32) -> PyResult<String> {
+    fn id_of(&self, py: Python<'_>, idx: u32) -> PyResult<String> {
+        self.check(py)?;
         if idx as usize >= self.store.arena().len() {
             return Err(PyRuntimeError::new_err("index out of range"));
         }
@@ -407,6 +417,7 @@ impl PyEngine {
 
     /// Child indices of `id` in file order (roots for None).
     fn children(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Vec<u32>> {
+        self.check(py)?;
         let parent = match id {
             None => NONE,
             Some(id) => self.idx(py, id)?,
@@ -415,9 +426,10 @@ impl PyEngine {
     }
 
     /// Parent index of every entry (-1 for roots), in file order.
-    fn parents(&self) -> Vec<i64> {
+    fn parents(&self, py: Python<'_>) -> PyResult<Vec<i64>> {
+        self.check(py)?;
         let a = self.store.arena();
-        (0..a.len() as u32)
+        Ok((0..a.len() as u32)
             .map(|i| {
                 let p = a.node(i).parent;
                 if p == NONE {
@@ -426,12 +438,13 @@ impl PyEngine {
                     i64::from(p)
                 }
             })
-            .collect()
+            .collect())
     }
 
     /// Indices of the entries of type `type_name`, in file order.
-    fn find(&self, type_name: &str) -> Vec<u32> {
-        self.store.arena().find(type_name)
+    fn find(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
+        self.check(py)?;
+        Ok(self.store.arena().find(type_name))
     }
 
     /// Indices in file order (or newest first), optionally of one type, after `since`.
@@ -444,6 +457,7 @@ impl PyEngine {
         limit: Option<usize>,
         reverse: bool,
     ) -> PyResult<Vec<u32>> {
+        self.check(py)?;
         let a = self.store.arena();
         let start = match since {
             None => 0,
@@ -466,13 +480,15 @@ impl PyEngine {
     }
 
     /// The label on `id`.
-    fn label(&self, id: &str) -> Option<String> {
+    fn label(&self, py: Python<'_>, id: &str) -> PyResult<Option<String>> {
+        self.check(py)?;
         let a = self.store.arena();
-        a.lookup(id).and_then(|i| a.label(i)).map(str::to_owned)
+        Ok(a.lookup(id).and_then(|i| a.label(i)).map(str::to_owned))
     }
 
     /// Every label as {entry id: label}.
     fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.check(py)?;
         let a = self.store.arena();
         let d = PyDict::new(py);
         for (i, label) in a.labels() {
@@ -482,8 +498,9 @@ impl PyEngine {
     }
 
     /// The session name.
-    fn name(&self) -> Option<String> {
-        self.store.arena().name().map(str::to_owned)
+    fn name(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.check(py)?;
+        Ok(self.store.arena().name().map(str::to_owned))
     }
 
     /// The newest entry timestamp.
@@ -494,10 +511,14 @@ impl PyEngine {
     /// (entry, message, user, assistant, tool_result counts, input, output, cache_read,
     /// cache_write, total_tokens, cost_total).
     #[allow(clippy::type_complexity)]
-    fn stats(&self) -> (u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, f64) {
+    fn stats(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, f64)> {
+        self.check(py)?;
         let s = self.store.arena().stats();
         let u = s.usage;
-        (
+        Ok((
             s.entry_count,
             s.message_count,
             s.user_message_count,
@@ -509,12 +530,13 @@ impl PyEngine {
             u.cache_write,
             u.total_tokens,
             u.cost_total,
-        )
+        ))
     }
 
     /// A fresh unused 8-hex-digit id.
-    fn create_entry_id(&self) -> String {
-        self.store.create_entry_id()
+    fn create_entry_id(&self, py: Python<'_>) -> PyResult<String> {
+        self.check(py)?;
+        Ok(self.store.create_entry_id())
     }
 
     /// Appends one entry line; returns its index.

@@ -1,0 +1,211 @@
+"""Shared fixtures for the session-engine tests, and the hypothesis profiles.
+
+Profiles (pick one with the ``HYPOTHESIS_PROFILE`` environment variable):
+
+- ``default``: small and fast, for the edit-test loop (the whole suite stays well under a
+  minute on two cores);
+- ``ci``: more examples and longer stateful runs;
+- ``thorough``: a long soak, run by hand.
+
+Fixtures:
+
+- ``backend``: parametrized over ``memory`` and ``jsonl``; builds a storage of that kind and
+  "reopens" it (a JSONL file is closed and opened again, an in-memory storage goes through
+  ``to_jsonl`` / ``from_jsonl``), so shared behaviour is tested on both.
+- ``msgs``: builders of messages with fixed timestamps.
+- ``write_session``: writes a session file byte by byte (for reader tests).
+- ``lines``: builders of hand-written header and entry lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import sessiontree as st
+
+# Deadlines are off everywhere: the machine is shared, and a slow example is not a bug.
+settings.register_profile(
+    "default",
+    max_examples=15,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    stateful_step_count=50,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=600,
+    stateful_step_count=120,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+FIXED_ISO = "2026-01-02T03:04:05.678Z"
+"""A valid entry timestamp for hand-written lines."""
+
+
+def header_line(session_id: str = "s1", **extra: Any) -> bytes:
+    """A header line (with its newline) for hand-written files."""
+    obj: dict[str, Any] = {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": FIXED_ISO,
+        "cwd": "/work",
+        "parent_session": None,
+        "metadata": None,
+    }
+    obj.update(extra)
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def entry_line(entry_id: str, parent_id: str | None, type: str = "custom", **fields: Any) -> bytes:
+    """An entry line (with its newline) for hand-written files; ``custom`` by default."""
+    obj: dict[str, Any] = {
+        "type": type,
+        "id": entry_id,
+        "parent_id": parent_id,
+        "timestamp": FIXED_ISO,
+    }
+    if type == "custom" and not fields:
+        fields = {"custom_type": "note", "data": None}
+    obj.update(fields)
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def user_line(entry_id: str, parent_id: str | None, text: str = "hi") -> bytes:
+    """A user message entry line."""
+    return entry_line(
+        entry_id,
+        parent_id,
+        "message",
+        message={"role": "user", "content": text, "timestamp": 1},
+    )
+
+
+@dataclass
+class Msgs:
+    """Builders of messages with fixed timestamps (so equal inputs give equal messages)."""
+
+    ts: int = 1_767_225_600_000
+
+    def user(self, text: str = "hello") -> st.UserMessage:
+        return st.UserMessage(text, timestamp=self.ts)
+
+    def assistant(
+        self,
+        text: str = "hi!",
+        *,
+        provider: str = "openai",
+        model: str = "gpt-4",
+        usage: st.Usage | None = None,
+    ) -> st.AssistantMessage:
+        return st.AssistantMessage(
+            [st.TextContent(text)],
+            provider,
+            model,
+            usage=usage or st.Usage(),
+            timestamp=self.ts,
+        )
+
+    def tool_result(self, text: str = "ok", call_id: str = "call_1") -> st.ToolResultMessage:
+        return st.ToolResultMessage(call_id, "bash", [st.TextContent(text)], timestamp=self.ts)
+
+    def usage(self, n: int = 10, cost: float = 0.25) -> st.Usage:
+        return st.Usage(
+            input=n,
+            output=2 * n,
+            cache_read=3 * n,
+            cache_write=4 * n,
+            total_tokens=10 * n,
+            cost=st.Cost(input=cost, total=cost),
+        )
+
+
+@pytest.fixture
+def msgs() -> Msgs:
+    """Message builders with fixed timestamps."""
+    return Msgs()
+
+
+@dataclass
+class Backend:
+    """Builds and reopens storages of one kind (``memory`` or ``jsonl``)."""
+
+    kind: str
+    dir: pathlib.Path
+    _count: int = 0
+
+    def path(self) -> pathlib.Path:
+        self._count += 1
+        return self.dir / f"session-{self._count}.jsonl"
+
+    def new(self, header: st.SessionHeader | None = None) -> st.SessionStorage:
+        """A new, empty storage."""
+        if self.kind == "memory":
+            return st.InMemorySessionStorage(header)
+        return st.JsonlSessionStorage.create(self.path(), header, durability="flush")
+
+    def session(self, options: st.SessionContextBuildOptions | None = None) -> st.Session:
+        """A session over a new storage."""
+        return st.Session(self.new(), options)
+
+    def reopen(self, storage: st.SessionStorage) -> st.SessionStorage:
+        """Closes ``storage`` and loads what it holds again."""
+        if isinstance(storage, st.InMemorySessionStorage):
+            data = storage.to_jsonl()
+            storage.close()
+            return st.InMemorySessionStorage.from_jsonl(data)
+        assert isinstance(storage, st.JsonlSessionStorage)
+        path = storage.path
+        storage.close()
+        # "flush" rather than the default: a test that forgets to close must not leave a
+        # background syncer behind (tests of "group" itself live in test_storage.py).
+        return st.JsonlSessionStorage.open(path, durability="flush")
+
+    def reopen_session(self, session: st.Session) -> st.Session:
+        """The session reloaded from what it wrote (options kept)."""
+        return st.Session(self.reopen(session.storage), session.context_build_options)
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Backend:
+    """Both storage kinds, for behaviour they share."""
+    return Backend(request.param, tmp_path)
+
+
+@pytest.fixture
+def write_session(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
+    """``write_session(*entry_lines, header=..., name=...)`` writes a file and returns it."""
+
+    def write(*lines: bytes, header: bytes | None = None, name: str = "s.jsonl") -> pathlib.Path:
+        path = tmp_path / name
+        path.write_bytes((header_line() if header is None else header) + b"".join(lines))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def lines() -> SimpleNamespace:
+    """The hand-written-line builders: ``header``, ``entry``, ``user``, and ``iso``."""
+    return SimpleNamespace(header=header_line, entry=entry_line, user=user_line, iso=FIXED_ISO)
