@@ -1,0 +1,137 @@
+"""Reading an open session: the newest 20 entries and the context of ~25k messages.
+
+Both implementations open the 100k-entry session untimed; the benchmarks time only the
+read. sessiontree opens it read-only, once per module; the baseline reads it again for each
+test and drops it afterwards, so its ~5M Python objects never sit in the heap (and in the
+garbage collector's way) while sessiontree is timed.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import baseline
+import pytest
+from harness import IMPLS, bl_pairs, context_digest, st_pairs
+from pytest_benchmark.fixture import BenchmarkFixture
+
+import sessiontree as st
+from conftest import Bench
+
+TAIL = 20
+
+
+@pytest.fixture(scope="module")
+def opened(bench: Bench) -> Iterator[dict[str, Any]]:
+    wl = bench.workload("large")
+    session = st.Session(st.JsonlSessionStorage.open(wl.path, readonly=True))
+    try:
+        yield {"workload": wl, "sessiontree": session}
+    finally:
+        session.close()
+        wl.clear_side_files()
+
+
+@pytest.fixture
+def baseline_large(opened: dict[str, Any]) -> Iterator[baseline.BaselineSession]:
+    session = baseline.open_session(opened["workload"].path)
+    yield session
+    del session
+    gc.collect()
+
+
+def _baseline(request: pytest.FixtureRequest) -> baseline.BaselineSession:
+    return request.getfixturevalue("baseline_large")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_newest_entries(
+    benchmark: BenchmarkFixture,
+    bench: Bench,
+    opened: dict[str, Any],
+    request: pytest.FixtureRequest,
+    impl: str,
+) -> None:
+    """``get_entries(limit=20, reverse=True)``: the newest 20 entries in file order."""
+    benchmark.group = f"newest-20@{bench.label('large')}"
+    if impl == "sessiontree":
+        storage = opened["sessiontree"].storage
+        entries = benchmark(lambda: storage.get_entries(limit=TAIL, reverse=True))
+        ids = [e.id for e in entries]
+    else:
+        bl = _baseline(request)
+        entries = benchmark(lambda: bl.newest(TAIL))
+        ids = [e["id"] for e in entries]
+    assert len(ids) == TAIL
+    bench.crosscheck(benchmark.group, impl, ids)
+    benchmark.extra_info.update(scenario="newest-20", impl=impl, n=opened["workload"].manifest.n)
+
+
+def _st_branch_tail(session: st.Session) -> list[st.SessionTreeEntry]:
+    # The public way to read the end of the branch without materialising all of it.
+    out: list[st.SessionTreeEntry] = []
+    entry_id = session.get_leaf_id()
+    while entry_id is not None and len(out) < TAIL:
+        entry = session.get_entry(entry_id)
+        assert entry is not None
+        out.append(entry)
+        entry_id = entry.parent_id
+    return out
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_branch_tail(
+    benchmark: BenchmarkFixture,
+    bench: Bench,
+    opened: dict[str, Any],
+    request: pytest.FixtureRequest,
+    impl: str,
+) -> None:
+    """The newest 20 entries of the current branch: walk up from the leaf."""
+    benchmark.group = f"branch-tail-20@{bench.label('large')}"
+    if impl == "sessiontree":
+        session = opened["sessiontree"]
+        entries = benchmark(_st_branch_tail, session)
+        ids = [e.id for e in entries]
+    else:
+        bl = _baseline(request)
+        entries = benchmark(bl.branch_tail, TAIL)
+        ids = [e["id"] for e in entries]
+    assert len(ids) == TAIL
+    assert ids[0] == opened["workload"].manifest.leaf_id
+    bench.crosscheck(benchmark.group, impl, ids)
+    benchmark.extra_info.update(
+        scenario="branch-tail-20", impl=impl, n=opened["workload"].manifest.n
+    )
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_build_context(
+    benchmark: BenchmarkFixture,
+    bench: Bench,
+    opened: dict[str, Any],
+    request: pytest.FixtureRequest,
+    impl: str,
+) -> None:
+    """``build_context()`` of the leaf (~25k messages at 100k entries) into Python objects."""
+    benchmark.group = f"build-context@{bench.label('large')}"
+    if impl == "sessiontree":
+        ctx = benchmark(opened["sessiontree"].build_context)
+        messages = ctx.messages
+        digest = context_digest(st_pairs(messages))
+        state = (ctx.thinking_level, ctx.model and (ctx.model.provider, ctx.model.model_id))
+    else:
+        bl = _baseline(request)
+        ctx = benchmark(bl.build_context)
+        messages = ctx["messages"]
+        digest = context_digest(bl_pairs(messages))
+        state = (ctx["thinking_level"], ctx["model"])
+    bench.crosscheck(benchmark.group, impl, (len(messages), digest, state))
+    benchmark.extra_info.update(
+        scenario="build-context",
+        impl=impl,
+        n=opened["workload"].manifest.n,
+        context=len(messages),
+    )
