@@ -3,9 +3,13 @@
 from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
+from typing import final
+
+__all__ = ["Engine", "__version__"]
 
 __version__: str
 
+@final
 class Engine:
     """One session's engine: the entry arena over a file or a memory buffer."""
 
@@ -32,6 +36,8 @@ class Engine:
         max_line_bytes: int | None = None,
         max_depth: int | None = None,
         max_id_bytes: int | None = None,
+        index: bool = True,
+        index_min_bytes: int | None = None,
     ) -> Engine: ...
     @staticmethod
     def open(
@@ -42,6 +48,8 @@ class Engine:
         max_line_bytes: int | None = None,
         max_depth: int | None = None,
         max_id_bytes: int | None = None,
+        index: bool = True,
+        index_min_bytes: int | None = None,
     ) -> Engine: ...
     def header(self) -> bytes: ...
     @property
@@ -54,6 +62,8 @@ class Engine:
     def readonly(self) -> bool: ...
     @property
     def byte_len(self) -> int: ...
+    @property
+    def index_status(self) -> str: ...
     @property
     def torn_path(self) -> Path | None: ...
     def __len__(self) -> int: ...

@@ -1304,7 +1304,7 @@ class JsonlSessionRepo(SessionRepo):
     # -- delete ----------------------------------------------------------------------
 
     def delete(self, ref: SessionRef) -> None:
-        """Delete a session file, its torn-tail side files and its cache row.
+        """Delete a session file, its torn-tail side files, persisted index and cache row.
 
         Raises:
             SessionError: ``not_found`` for an unknown session, ``locked`` while a writer
@@ -1340,10 +1340,10 @@ class JsonlSessionRepo(SessionRepo):
             if fd >= 0:
                 os.close(fd)
         file_name = sid + _SUFFIX
-        prefix = file_name + ".torn-"
+        prefixes = (file_name + ".torn-", file_name + ".idx")
         try:
             with os.scandir(self._root) as it:
-                side = [de.path for de in it if de.name.startswith(prefix)]
+                side = [de.path for de in it if de.name.startswith(prefixes)]
         except OSError:
             side = []
         for p in side:

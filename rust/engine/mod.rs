@@ -2,6 +2,7 @@
 
 pub mod arena;
 pub mod error;
+pub mod index;
 pub mod jsonl;
 pub mod line;
 pub mod schema;

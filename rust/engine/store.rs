@@ -16,6 +16,7 @@ use memchr::memchr;
 
 use crate::engine::arena::{Arena, RefProblem, NONE};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::index;
 use crate::engine::jsonl::{
     self, create_private, lock_writer, open_nofollow, scan, scan_error, BatchLine, Durability,
     IssueKind, Limits, Line, LoadIssue, LoadReport,
@@ -156,7 +157,13 @@ pub struct OpenOptions {
     pub durability: Durability,
     /// Size limits.
     pub limits: Limits,
+    /// Use and keep a persisted index (`<file>.idx`) once a file reaches this many bytes;
+    /// `None` never reads or writes one.
+    pub index_min_bytes: Option<u64>,
 }
+
+/// Files smaller than this open fast enough without a persisted index.
+pub const DEFAULT_INDEX_MIN_BYTES: u64 = 8 << 20;
 
 impl Default for OpenOptions {
     fn default() -> Self {
@@ -165,6 +172,32 @@ impl Default for OpenOptions {
             strict: false,
             durability: Durability::Group,
             limits: Limits::default(),
+            index_min_bytes: Some(DEFAULT_INDEX_MIN_BYTES),
+        }
+    }
+}
+
+/// What happened to the persisted index at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexStatus {
+    /// Not used: disabled, a memory store, or a file below the size threshold.
+    Unused,
+    /// A valid index was loaded; only lines after it were scanned.
+    Loaded,
+    /// There was none; one was written after the scan.
+    Created,
+    /// An index was there but stale, torn or foreign: ignored, and a new one written.
+    Rebuilt,
+}
+
+impl IndexStatus {
+    /// The string used by Python's `index_status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexStatus::Unused => "unused",
+            IndexStatus::Loaded => "loaded",
+            IndexStatus::Created => "created",
+            IndexStatus::Rebuilt => "rebuilt",
         }
     }
 }
@@ -183,6 +216,10 @@ pub struct Store {
     /// Set by a failed write or sync: every later call fails until reopened.
     poisoned: Option<EngineError>,
     torn_path: Option<PathBuf>,
+    index_min_bytes: Option<u64>,
+    /// Bytes covered by the persisted index last loaded or written.
+    indexed_len: u64,
+    index_status: IndexStatus,
 }
 
 fn check_header_line(line: &[u8]) -> Result<String> {
@@ -205,6 +242,9 @@ impl Store {
             closed: false,
             poisoned: None,
             torn_path: None,
+            index_min_bytes: None,
+            indexed_len: 0,
+            index_status: IndexStatus::Unused,
         }
     }
 
@@ -289,7 +329,14 @@ impl Store {
             sync,
             fault: None,
         });
-        Ok(Store::new(backing, header.to_vec(), id, limits))
+        let mut store = Store::new(backing, header.to_vec(), id, limits);
+        store.index_min_bytes = Some(DEFAULT_INDEX_MIN_BYTES);
+        Ok(store)
+    }
+
+    /// Sets when this store keeps a persisted index (`None`: never).
+    pub fn set_index_min_bytes(&mut self, min: Option<u64>) {
+        self.index_min_bytes = min;
     }
 
     /// Opens a session file; a writer takes the lock and cuts a torn tail into a side file.
@@ -358,7 +405,44 @@ impl Store {
         let mut store = Store::new(backing, header, id, opts.limits);
         store.strict = opts.strict;
         store.next_line_no = 2;
-        let torn = store.scan_from(&mut reader, header_len)?;
+        store.index_min_bytes = opts.index_min_bytes;
+        let mut start = header_len;
+        let mut had_index = false;
+        if opts.index_min_bytes.is_some() {
+            match index::load(path, &file, &store.header, meta.len()) {
+                Ok(loaded) => {
+                    if opts.strict {
+                        if let Some(first) = loaded.issues.first() {
+                            return err(
+                                ErrorCode::Corrupt,
+                                format!(
+                                    "line {} (byte {}): {}: {}",
+                                    first.line,
+                                    first.offset,
+                                    first.kind.as_str(),
+                                    first.message
+                                ),
+                            );
+                        }
+                    }
+                    store.arena = loaded.arena;
+                    store.report.issues = loaded.issues;
+                    store.next_line_no = loaded.next_line_no;
+                    store.indexed_len = loaded.covered;
+                    store.index_status = IndexStatus::Loaded;
+                    start = loaded.covered;
+                    reader
+                        .seek(SeekFrom::Start(start))
+                        .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+                }
+                Err(index::Rejected::Invalid) => had_index = true,
+                Err(index::Rejected::Missing) => {}
+            }
+        }
+        if let Backing::File(b) = &mut store.backing {
+            b.written_len = start;
+        }
+        let torn = store.scan_from(&mut reader, start)?;
         drop(reader);
         if torn > 0 {
             let good = store.file_backing().map_or(0, |b| b.written_len);
@@ -367,7 +451,60 @@ impl Store {
                 store.cut_torn_tail(torn)?;
             }
         }
+        if store.index_status != IndexStatus::Loaded || store.unindexed_bytes() > 0 {
+            let before = store.index_status;
+            if store.refresh_index(had_index) {
+                store.index_status = match before {
+                    IndexStatus::Loaded => IndexStatus::Loaded,
+                    _ if had_index => IndexStatus::Rebuilt,
+                    _ => IndexStatus::Created,
+                };
+            }
+        }
         Ok(store)
+    }
+
+    /// Bytes of the file past what the persisted index covers.
+    fn unindexed_bytes(&self) -> u64 {
+        self.file_backing()
+            .map_or(0, |b| b.written_len.saturating_sub(self.indexed_len))
+    }
+
+    /// Writes the persisted index when enough of the file is not covered by it (or `force`
+    /// and the file is large enough). Best effort: a failure only costs the next open a
+    /// scan. Returns whether an index was written.
+    fn refresh_index(&mut self, force: bool) -> bool {
+        let Some(min) = self.index_min_bytes else {
+            return false;
+        };
+        let Backing::File(b) = &self.backing else {
+            return false;
+        };
+        let uncovered = b.written_len.saturating_sub(self.indexed_len);
+        let big = b.written_len >= min;
+        if !big || uncovered == 0 || (!force && uncovered < min && self.indexed_len > 0) {
+            return false;
+        }
+        let bytes = index::encode(
+            &b.file,
+            &self.header,
+            &self.arena,
+            b.written_len,
+            self.next_line_no,
+            &self.report.issues,
+        );
+        match bytes.and_then(|bytes| index::write(&b.path, &bytes)) {
+            Ok(()) => {
+                self.indexed_len = b.written_len;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// What happened to the persisted index at open.
+    pub fn index_status(&self) -> IndexStatus {
+        self.index_status
     }
 
     /// Scans lines after the known part; returns the number of torn-tail bytes.
@@ -808,6 +945,9 @@ impl Store {
         } else {
             Ok(())
         };
+        if result.is_ok() && self.poisoned.is_none() && !self.is_readonly() {
+            self.refresh_index(true);
+        }
         if let Backing::File(b) = &mut self.backing {
             if let Some(mut sync) = b.sync.take() {
                 let stopped = sync.stop();

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::engine::arena::{Kind, Role, NONE};
-use crate::engine::store::{Fault, OpenOptions};
+use crate::engine::store::{Fault, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
 use crate::engine::{Durability, EngineError, Limits, Store};
 
 /// Converts an engine error into the matching `sessiontree.errors.SessionError` subclass.
@@ -157,7 +157,8 @@ impl PyEngine {
 
     /// Creates a session file (exclusive, 0600) holding `header`.
     #[staticmethod]
-    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: PathBuf,
@@ -166,18 +167,22 @@ impl PyEngine {
         max_line_bytes: Option<usize>,
         max_depth: Option<usize>,
         max_id_bytes: Option<usize>,
+        index: bool,
+        index_min_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let dur = Durability::parse(durability).map_err(|e| to_py_err(py, e))?;
         let lim = limits(max_line_bytes, max_depth, max_id_bytes);
-        let store = py
+        let mut store = py
             .detach(|| Store::create(&path, &header, dur, lim))
             .map_err(|e| to_py_err(py, e))?;
+        store
+            .set_index_min_bytes(index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)));
         Ok(PyEngine { store })
     }
 
     /// Opens a session file.
     #[staticmethod]
-    #[pyo3(signature = (path, readonly=false, strict=false, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None))]
+    #[pyo3(signature = (path, readonly=false, strict=false, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
@@ -188,12 +193,15 @@ impl PyEngine {
         max_line_bytes: Option<usize>,
         max_depth: Option<usize>,
         max_id_bytes: Option<usize>,
+        index: bool,
+        index_min_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let opts = OpenOptions {
             readonly,
             strict,
             durability: Durability::parse(durability).map_err(|e| to_py_err(py, e))?,
             limits: limits(max_line_bytes, max_depth, max_id_bytes),
+            index_min_bytes: index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)),
         };
         let store = py
             .detach(|| Store::open(&path, opts))
@@ -234,6 +242,12 @@ impl PyEngine {
     #[getter]
     fn byte_len(&self) -> u64 {
         self.store.byte_len()
+    }
+
+    /// What happened to the persisted index at open: unused, loaded, created or rebuilt.
+    #[getter]
+    fn index_status(&self) -> &'static str {
+        self.store.index_status().as_str()
     }
 
     /// Where a writer open saved a torn tail.

@@ -1,0 +1,214 @@
+//! The persisted index: a derived file beside a session (`<file>.idx`) that lets a reopen
+//! skip the scan of the lines it covers.
+//!
+//! The JSONL file stays the only source of truth. The index records how many bytes of the
+//! file it covers and a check of that prefix (the header line, the last 64 KiB before the
+//! covered end and 16 samples spread over the prefix, hashed with XXH3), and ends with a
+//! hash of its own bytes. On open, an index whose hashes, header or covered length do not
+//! match is ignored and rebuilt; only lines after the covered length are scanned. It is
+//! written to a temporary file and renamed into place, so a crash leaves the old index,
+//! the new one, or none — and a damaged one is never trusted.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::engine::arena::{Arena, Cursor};
+use crate::engine::jsonl::{create_private, IssueKind, LoadIssue};
+
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x02";
+const SAMPLES: u64 = 16;
+const SAMPLE: u64 = 4096;
+const TAIL: u64 = 64 << 10;
+
+/// What a valid index restores.
+pub struct Loaded {
+    /// The arena as of the covered prefix.
+    pub arena: Arena,
+    /// Bytes of the file covered.
+    pub covered: u64,
+    /// Number of the first line after the covered prefix.
+    pub next_line_no: u64,
+    /// Problems found in the covered prefix when it was scanned.
+    pub issues: Vec<LoadIssue>,
+}
+
+/// `<file>.idx`.
+pub fn index_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".idx");
+    PathBuf::from(name)
+}
+
+/// A check of the first `covered` bytes of `file`, cheap even for gigabytes.
+fn prefix_check(file: &File, header: &[u8], covered: u64) -> std::io::Result<u64> {
+    let mut buf = Vec::with_capacity((SAMPLES * SAMPLE + TAIL) as usize + header.len() + 8);
+    buf.extend_from_slice(&covered.to_le_bytes());
+    buf.extend_from_slice(header);
+    let mut read = |offset: u64, len: u64| -> std::io::Result<()> {
+        let start = buf.len();
+        buf.resize(start + len as usize, 0);
+        file.read_exact_at(&mut buf[start..], offset)
+    };
+    for i in 0..SAMPLES {
+        let at = covered / SAMPLES * i;
+        read(at, SAMPLE.min(covered - at))?;
+    }
+    let tail = TAIL.min(covered);
+    read(covered - tail, tail)?;
+    Ok(xxh3_64(&buf))
+}
+
+fn issue_kind(v: u8) -> Option<IssueKind> {
+    Some(match v {
+        0 => IssueKind::TornTail,
+        1 => IssueKind::Malformed,
+        2 => IssueKind::InvalidUtf8,
+        3 => IssueKind::DuplicateId,
+        4 => IssueKind::DanglingParent,
+        5 => IssueKind::UnknownLeafTarget,
+        6 => IssueKind::TooLarge,
+        _ => return None,
+    })
+}
+
+fn issue_code(k: IssueKind) -> u8 {
+    match k {
+        IssueKind::TornTail => 0,
+        IssueKind::Malformed => 1,
+        IssueKind::InvalidUtf8 => 2,
+        IssueKind::DuplicateId => 3,
+        IssueKind::DanglingParent => 4,
+        IssueKind::UnknownLeafTarget => 5,
+        IssueKind::TooLarge => 6,
+    }
+}
+
+/// Serialises an index of `arena` covering `covered` bytes of `file`.
+pub fn encode(
+    file: &File,
+    header: &[u8],
+    arena: &Arena,
+    covered: u64,
+    next_line_no: u64,
+    issues: &[LoadIssue],
+) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(64 + arena.len() * 48);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&xxh3_64(header).to_le_bytes());
+    out.extend_from_slice(&covered.to_le_bytes());
+    out.extend_from_slice(&prefix_check(file, header, covered)?.to_le_bytes());
+    out.extend_from_slice(&next_line_no.to_le_bytes());
+    let kept: Vec<&LoadIssue> = issues
+        .iter()
+        .filter(|i| i.kind != IssueKind::TornTail)
+        .collect();
+    out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
+    for i in kept {
+        out.extend_from_slice(&i.line.to_le_bytes());
+        out.extend_from_slice(&i.offset.to_le_bytes());
+        out.push(issue_code(i.kind));
+        out.extend_from_slice(&(i.message.len() as u32).to_le_bytes());
+        out.extend_from_slice(i.message.as_bytes());
+    }
+    arena.encode(&mut out);
+    let sum = xxh3_64(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    Ok(out)
+}
+
+/// Writes the index atomically (temporary file, then rename) with mode 0600.
+pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = index_path(path);
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(format!(
+        ".tmp-{}-{:08x}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    let tmp = PathBuf::from(tmp);
+    let result = create_private(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        drop(f);
+        std::fs::rename(&tmp, &target)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Why an index was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    /// There was no index file.
+    Missing,
+    /// The index is damaged, foreign, or does not match the file.
+    Invalid,
+}
+
+/// Loads and checks the index of `path` against `file` (whose first line is `header`).
+pub fn load(path: &Path, file: &File, header: &[u8], file_len: u64) -> Result<Loaded, Rejected> {
+    let Ok(index_file) = File::open(index_path(path)) else {
+        return Err(Rejected::Missing);
+    };
+    // SAFETY: the map is only read, and only while `index_file` is open. Another process
+    // replacing the index renames a new file over the name, which leaves this mapping's
+    // inode intact; one truncating it in place could fault us, which the atomic write
+    // protocol never does. A damaged mapping is caught by the checksum below.
+    let map = match unsafe { memmap2::Mmap::map(&index_file) } {
+        Ok(m) => m,
+        Err(_) => return Err(Rejected::Invalid),
+    };
+    decode(&map, file, header, file_len).ok_or(Rejected::Invalid)
+}
+
+fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loaded> {
+    let body_len = bytes.len().checked_sub(8)?;
+    let (body, sum) = bytes.split_at(body_len);
+    if xxh3_64(body).to_le_bytes() != sum {
+        return None;
+    }
+    let mut c = Cursor::new(body);
+    if c.bytes(MAGIC.len())? != MAGIC || c.u64()? != xxh3_64(header) {
+        return None;
+    }
+    let covered = c.u64()?;
+    if covered > file_len || covered < header.len() as u64 {
+        return None;
+    }
+    if c.u64()? != prefix_check(file, header, covered).ok()? {
+        return None;
+    }
+    let next_line_no = c.u64()?;
+    let count = c.u64()?;
+    let mut issues = Vec::new();
+    for _ in 0..count {
+        let (line, offset) = (c.u64()?, c.u64()?);
+        let kind = issue_kind(c.u8()?)?;
+        let message = c.text()?.to_owned();
+        issues.push(LoadIssue {
+            line,
+            offset,
+            kind,
+            message,
+        });
+    }
+    let arena = Arena::decode(&mut c)?;
+    let ends_inside = (0..arena.len() as u32).all(|i| {
+        let n = arena.node(i);
+        n.offset + u64::from(n.len) < covered
+    });
+    if !c.at_end() || !ends_inside {
+        return None;
+    }
+    Some(Loaded {
+        arena,
+        covered,
+        next_line_no,
+        issues,
+    })
+}

@@ -1,0 +1,144 @@
+"""The persisted index (``<file>.idx``): used when valid, ignored and rebuilt otherwise.
+
+``index=0`` makes every file big enough to be indexed; the default threshold is 8 MiB.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import pytest
+
+import sessiontree as st
+
+
+def make_session(path: pathlib.Path, n: int = 30, **kwargs: object) -> list[str]:
+    ids = []
+    with st.Session(st.JsonlSessionStorage.create(path, durability="flush", index=0)) as s:
+        for i in range(n):
+            ids.append(s.append_message(st.UserMessage(f"message {i}", timestamp=i)))
+        s.append_label(ids[n // 2], "middle")
+        s.move_to(ids[n // 3])
+    return ids
+
+
+def open_ro(path: pathlib.Path) -> st.JsonlSessionStorage:
+    return st.JsonlSessionStorage.open(path, readonly=True, index=0)
+
+
+def snapshot(storage: st.JsonlSessionStorage) -> tuple[object, ...]:
+    session = st.Session(storage)
+    return (
+        len(storage),
+        storage.get_leaf_id(),
+        [e.id for e in session.get_branch()],
+        storage.get_labels(),
+        storage.get_session_stats(),
+        len(session.build_context().messages),
+    )
+
+
+def test_writer_close_writes_an_index_that_reopen_uses(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path)
+    idx = pathlib.Path(f"{path}.idx")
+    assert idx.exists()
+    assert idx.stat().st_mode & 0o777 == 0o600
+    with open_ro(path) as r:
+        assert r.index_status == "loaded"
+        loaded = snapshot(r)
+    with st.JsonlSessionStorage.open(path, readonly=True, index=False) as plain:
+        assert plain.index_status == "unused"
+        assert snapshot(plain) == loaded
+
+
+def test_lines_appended_after_the_index_are_scanned(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.jsonl"
+    ids = make_session(path)
+    with open(path, "ab") as f:  # another program appends a valid line
+        f.write(
+            st.entry_to_json(
+                st.CustomEntry(
+                    id="tail0001",
+                    parent_id=ids[10],
+                    timestamp="2026-01-01T00:00:00.000Z",
+                    custom_type="x",
+                )
+            )
+            + b"\n"
+        )
+    with open_ro(path) as r:
+        assert r.index_status == "loaded"
+        assert r.get_leaf_id() == "tail0001"
+        assert r.get_entry("tail0001") is not None
+
+
+@pytest.mark.parametrize("damage", ["torn", "flipped", "foreign", "stale-rewrite", "stale-cut"])
+def test_bad_indexes_are_ignored_and_rebuilt(tmp_path: pathlib.Path, damage: str) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path)
+    idx = pathlib.Path(f"{path}.idx")
+    with st.JsonlSessionStorage.open(path, readonly=True, index=False) as plain:
+        expected = snapshot(plain)
+    data = idx.read_bytes()
+    if damage == "torn":
+        idx.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":
+        idx.write_bytes(data[:50] + bytes([data[50] ^ 0xFF]) + data[51:])
+    elif damage == "foreign":
+        other = tmp_path / "other.jsonl"
+        make_session(other, n=5)
+        shutil.copy(f"{other}.idx", idx)
+    else:
+        text = path.read_bytes()
+        if damage == "stale-rewrite":
+            # Same length, different content: message 2 becomes message 7.
+            text = text.replace(b'"message 2"', b'"message 7"')
+            path.write_bytes(text)
+        else:
+            lines = text.splitlines(keepends=True)
+            path.write_bytes(b"".join(lines[:8]))
+        with st.JsonlSessionStorage.open(path, readonly=True, index=False) as plain:
+            expected = snapshot(plain)
+    with open_ro(path) as r:
+        assert r.index_status == "rebuilt"
+        assert snapshot(r) == expected
+    with open_ro(path) as r:
+        assert r.index_status == "loaded"
+        assert snapshot(r) == expected
+
+
+def test_read_only_open_never_changes_the_session_file(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path)
+    os.unlink(f"{path}.idx")
+    before = path.read_bytes()
+    with open_ro(path) as r:
+        assert r.index_status == "created"
+    assert path.read_bytes() == before
+
+
+def test_small_files_and_disabled_indexes_write_nothing(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path, durability="flush")) as s:
+        s.append_message(st.UserMessage("hi"))
+    assert not pathlib.Path(f"{path}.idx").exists()  # below the 8 MiB default
+    with st.JsonlSessionStorage.open(path, readonly=True, index=False) as r:
+        assert r.index_status == "unused"
+    with pytest.raises(st.SessionError) as exc:
+        st.JsonlSessionStorage.open(path, index=-1)  # type: ignore[arg-type]
+    assert exc.value.code == "invalid_argument"
+
+
+def test_repo_delete_removes_the_index(tmp_path: pathlib.Path) -> None:
+    repo = st.JsonlSessionRepo(tmp_path / "repo")
+    with repo.create() as s:
+        s.append_message(st.UserMessage("hi"))
+        path = s.storage.path  # type: ignore[attr-defined]
+    with st.JsonlSessionStorage.open(path, readonly=True, index=0):
+        pass
+    assert pathlib.Path(f"{path}.idx").exists()
+    repo.delete(pathlib.Path(path).stem)
+    assert sorted(os.listdir(tmp_path / "repo")) in ([], [".sessiontree-list-cache.json"])
