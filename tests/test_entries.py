@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+
 from sessiontree._util import iso_to_ms, now_ms, uuid7
 from sessiontree.entries import (
     ENTRY_TYPES,

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+
 from sessiontree._util import iso_to_datetime, iso_to_ms, ms_to_iso, now_iso, now_ms
 from sessiontree.errors import SessionError
 from sessiontree.messages import (

@@ -31,7 +31,7 @@ from .entries import (
 )
 from .errors import SessionError
 from .messages import AgentMessage, Usage
-from .storage import SessionStorage, _EngineStorage, _entries
+from .storage import SessionStorage, _EngineStorage, _from_dicts
 from .types import SessionContext, SessionStats, TreeNode
 
 __all__ = ["Session"]
@@ -269,7 +269,7 @@ class Session:
         if isinstance(storage, _EngineStorage):
             engine = storage._engine
             storage._check()
-            entries = _entries(engine.lines(range(len(engine))))
+            entries = _from_dicts(lambda: engine.objects(range(len(engine))))
             parents = engine.parents()
         else:
             entries = storage.get_entries()

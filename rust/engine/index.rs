@@ -212,3 +212,29 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
         issues,
     })
 }
+
+/// Removes `<file>.idx.tmp-*` files left by index writers that were killed mid-write.
+///
+/// Called by a writer open (which holds the lock); a reader writing an index at that very
+/// moment only loses its rename, and the next open writes the index again.
+pub fn remove_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut prefix = name.to_owned();
+    prefix.push(".idx.tmp-");
+    let prefix = prefix.as_encoded_bytes().to_vec();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().as_encoded_bytes().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}

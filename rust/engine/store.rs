@@ -46,7 +46,7 @@ impl GroupSync {
         let shared = Arc::new((Mutex::new(SyncState::default()), Condvar::new()));
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
-            .name("sessiontree-sync".into())
+            .name("st-group-sync".into())
             .spawn(move || {
                 let (lock, cvar) = &*worker;
                 let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -274,6 +274,7 @@ impl Store {
             (header_end + 1) as u64,
             2,
             limits.max_line_bytes,
+            body.len(),
             |batch| store.ingest_batch(batch),
         )
         .map_err(|e| scan_error(Path::new("<memory>"), e))?;
@@ -296,22 +297,48 @@ impl Store {
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
-        let mut file = create_private(path).map_err(|e| {
-            let mut e = EngineError::io(format!("creating {}", path.display()), &e);
-            if e.code == ErrorCode::Exists {
-                e.message = format!("{} already exists", path.display());
-            }
+        let exists = || {
+            EngineError::new(
+                ErrorCode::Exists,
+                format!("{} already exists", path.display()),
+            )
+        };
+        if path.symlink_metadata().is_ok() {
+            return Err(exists());
+        }
+        // The header is written under a temporary name and linked into place, so the
+        // session name never shows a file without its header, even after a crash.
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(
+            ".creating-{}-{:08x}",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
+        let tmp = PathBuf::from(tmp);
+        let mut file = create_private(&tmp)
+            .map_err(|e| EngineError::io(format!("creating {}", path.display()), &e))?;
+        let cleanup = |e: EngineError| {
+            let _ = std::fs::remove_file(&tmp);
             e
-        })?;
-        lock_writer(&file, path)?;
+        };
+        lock_writer(&file, path).map_err(cleanup)?;
         let mut line = header.to_vec();
         line.push(b'\n');
         let io_err = |e: std::io::Error| EngineError::io(format!("writing {}", path.display()), &e);
-        let written = write_header(&mut file, &line, durability, path);
-        if let Err(e) = written {
-            // Half a session is worse than none: the name stays free for a retry.
-            let _ = std::fs::remove_file(path);
-            return Err(io_err(e));
+        write_header(&mut file, &line, durability, &tmp).map_err(|e| cleanup(io_err(e)))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(cleanup(exists()))
+            }
+            // No hard links on this file system: move the name instead (the check above
+            // makes overwriting a file created meanwhile unlikely, not impossible).
+            Err(_) => std::fs::rename(&tmp, path).map_err(|e| cleanup(io_err(e)))?,
+        }
+        if durability != Durability::None {
+            jsonl::sync_parent_dir(path).map_err(io_err)?;
         }
         let meta = file.metadata().map_err(io_err)?;
         let sync = (durability == Durability::Group)
@@ -350,6 +377,7 @@ impl Store {
         .map_err(|e| EngineError::io(ctx("opening"), &e))?;
         if !opts.readonly {
             lock_writer(&file, path)?;
+            index::remove_stale_temps(path);
         }
         let meta = file
             .metadata()
@@ -513,11 +541,19 @@ impl Store {
             .file_backing()
             .map(|b| b.path.clone())
             .unwrap_or_default();
+        let hint = match &self.backing {
+            Backing::File(b) => b
+                .file
+                .metadata()
+                .map_or(0, |m| m.len().saturating_sub(offset)),
+            Backing::Memory(_) => 0,
+        };
         let end = scan(
             reader,
             offset,
             self.next_line_no,
             self.limits.max_line_bytes,
+            usize::try_from(hint).unwrap_or(usize::MAX),
             |batch| self.ingest_batch(batch),
         )
         .map_err(|e| scan_error(&path, e))?;
@@ -555,14 +591,37 @@ impl Store {
         b.file
             .read_exact_at(&mut tail, b.written_len)
             .map_err(|e| EngineError::io(ctx("reading the torn tail of"), &e))?;
-        let mut side = b.path.clone().into_os_string();
-        side.push(format!(".torn-{}", jsonl::utc_stamp()));
-        let side = PathBuf::from(side);
-        let mut f = create_private(&side)
-            .map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
-        f.write_all(&tail)
-            .and_then(|()| f.sync_all())
-            .map_err(|e| EngineError::io(ctx("saving the torn tail of"), &e))?;
+        let stamp = jsonl::utc_stamp();
+        let mut attempt = 0u32;
+        let (side, mut f) = loop {
+            let mut name = b.path.clone().into_os_string();
+            name.push(format!(".torn-{stamp}"));
+            if attempt > 0 {
+                name.push(format!("-{attempt}"));
+            }
+            let name = PathBuf::from(name);
+            match create_private(&name) {
+                Ok(f) => break (name, f),
+                // Two cuts in one millisecond, or a leftover file: take the next free name.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(EngineError::io(ctx("saving the torn tail of"), &e)),
+            }
+        };
+        let saved = match b.fault.take() {
+            Some(Fault::Write(errno)) => Err(std::io::Error::from_raw_os_error(errno)),
+            other => {
+                b.fault = other;
+                f.write_all(&tail).and_then(|()| f.sync_all())
+            }
+        };
+        if let Err(e) = saved {
+            // A partial copy would look like a complete one: keep the torn bytes in place.
+            drop(f);
+            let _ = std::fs::remove_file(&side);
+            return Err(EngineError::io(ctx("saving the torn tail of"), &e));
+        }
         b.file
             .set_len(b.written_len)
             .and_then(|()| b.file.sync_all())

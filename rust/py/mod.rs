@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+mod pyjson;
+
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -108,17 +110,24 @@ impl PyEngine {
         PyList::new(py, out)
     }
 
-    fn check(&self, py: Python<'_>) -> PyResult<()> {
-        if self.store.is_closed() {
-            return Err(to_py_err(
-                py,
-                EngineError::new(
-                    crate::engine::ErrorCode::Closed,
-                    "the session storage is closed",
-                ),
-            ));
+    fn objects_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let len = self.store.arena().len();
+        let out = PyList::empty(py);
+        for &i in idxs {
+            if i as usize >= len {
+                return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                    "entry index {i} out of range (0..{len})"
+                )));
+            }
+            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            out.append(pyjson::loads(py, &line)?)?;
         }
-        Ok(())
+        Ok(out)
+    }
+
+    /// `closed` after close, `io` once a failed write or sync poisoned the store.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.store.check_open().map_err(|e| to_py_err(py, e))
     }
 }
 
@@ -333,6 +342,23 @@ impl PyEngine {
                 Ok(Some(PyBytes::new(py, &line)))
             }
         }
+    }
+
+    /// Entries `idxs` parsed into Python dicts (what `json.loads` gives for each line).
+    fn objects<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        self.objects_of(py, &idxs)
+    }
+
+    /// The path from the root to `id` as dicts (`to_compaction`: cut at the compaction).
+    fn path_objects<'py>(
+        &self,
+        py: Python<'py>,
+        id: Option<&str>,
+        to_compaction: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let idxs = self.path_indices(py, id, to_compaction)?;
+        self.objects_of(py, &idxs)
     }
 
     /// The raw lines of entries `idxs`.
