@@ -41,7 +41,8 @@ from sessiontree.compaction import (
 )
 
 TS = 1_767_225_600_000
-PI_DIR = pathlib.Path("/work/shared/fixtures/pi")
+# The pi fixtures sit in shared/ beside the checkout (in CI too).
+PI_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "pi"
 
 
 # --------------------------------------------------------------------------- builders
