@@ -229,8 +229,6 @@ def _materialize(
         gc.enable()
 
 
-
-
 class _EngineStorage(SessionStorage):
     """The engine-backed implementation shared by both storages."""
 
