@@ -1,4 +1,5 @@
-//! Times opening a session file with the engine alone: `cargo run --release --example open_bench -- FILE`.
+//! Times a full scan of a session file by the engine alone (no persisted index):
+//! `cargo run --release --example open_bench -- FILE`.
 
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ fn main() {
             path.as_ref(),
             OpenOptions {
                 readonly: true,
+                index_min_bytes: None,
                 ..OpenOptions::default()
             },
         )

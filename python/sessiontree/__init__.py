@@ -8,6 +8,8 @@ with :class:`JsonlSessionRepo`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .context import (
     EntryProjector,
     EntryTransform,
@@ -63,16 +65,6 @@ from .messages import (
     message_from_dict,
     message_to_dict,
 )
-from .repo import (
-    FORK_POSITIONS,
-    ForkPosition,
-    InMemorySessionRepo,
-    JsonlSessionRepo,
-    SessionRef,
-    SessionRepo,
-    get_entries_to_fork,
-    is_valid_session_id,
-)
 from .session import Session
 from .storage import (
     DURABILITY_MODES,
@@ -92,7 +84,48 @@ from .types import (
     TreeNode,
 )
 
+if TYPE_CHECKING:
+    from .repo import (
+        FORK_POSITIONS,
+        ForkPosition,
+        InMemorySessionRepo,
+        JsonlSessionRepo,
+        SessionRef,
+        SessionRepo,
+        get_entries_to_fork,
+        is_valid_session_id,
+    )
+
 __version__ = "0.1.0"
+
+# Names loaded on first use (PEP 562), so ``import sessiontree`` does not pay for them:
+# the session repositories are a separate layer over the core that many programs never use.
+_LAZY: dict[str, str] = {
+    "FORK_POSITIONS": ".repo",
+    "ForkPosition": ".repo",
+    "InMemorySessionRepo": ".repo",
+    "JsonlSessionRepo": ".repo",
+    "SessionRef": ".repo",
+    "SessionRepo": ".repo",
+    "get_entries_to_fork": ".repo",
+    "is_valid_session_id": ".repo",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "DURABILITY_MODES",

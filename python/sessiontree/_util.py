@@ -7,26 +7,49 @@ milliseconds.  These helpers convert between the two without going through local
 
 from __future__ import annotations
 
+import _thread
+import functools
 import os
-import re
-import threading
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .errors import SessionError
 
+if TYPE_CHECKING:
+    import re
+    from datetime import datetime, timedelta, timezone
+
 __all__ = ["iso_to_datetime", "iso_to_ms", "ms_to_iso", "now_iso", "now_ms", "uuid7"]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_ONE_MS: Final = timedelta(milliseconds=1)
 
-# ASCII-only digits: ``\d`` would also accept other scripts' digits, which int() then parses.
-_ISO_RE: Final = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-    r"(?:[.,]([0-9]{1,9}))?"
-    r"([Zz]|[+-][0-9]{2}:?[0-9]{2})?"
-)
+# ``datetime`` and the timestamp regex are loaded on first use: stamping an append only
+# needs ``now_iso``, which formats the time itself, and loading both costs a few percent
+# of ``import sessiontree``.
+@functools.cache
+def _datetime() -> tuple[type[datetime], type[timedelta], type[timezone]]:
+    import datetime as dt
+
+    return dt.datetime, dt.timedelta, dt.timezone
+
+
+@functools.cache
+def _epoch() -> tuple[datetime, timedelta]:
+    """The Unix epoch (UTC) and one millisecond."""
+    datetime, timedelta, timezone = _datetime()
+    return datetime(1970, 1, 1, tzinfo=timezone.utc), timedelta(milliseconds=1)
+
+
+@functools.cache
+def _iso_pattern() -> re.Pattern[str]:
+    import re
+
+    # ASCII-only digits: ``\d`` would also accept other scripts' digits, which int() then
+    # parses.
+    return re.compile(
+        r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+        r"(?:[.,]([0-9]{1,9}))?"
+        r"([Zz]|[+-][0-9]{2}:?[0-9]{2})?"
+    )
 
 
 def now_ms() -> int:
@@ -50,7 +73,24 @@ def now_iso() -> str:
     >>> now_iso().endswith("Z")
     True
     """
-    return ms_to_iso(now_ms())
+    global _iso_second
+    ms = time.time_ns() // 1_000_000
+    second, milli = divmod(ms, 1000)
+    # Every entry is stamped, and the date arithmetic costs more than the append itself:
+    # format the text up to the second once per second. One tuple, read and replaced as
+    # a whole, so a thread never pairs a second with another second's text.
+    cached_second, prefix = _iso_second
+    if second != cached_second:
+        t = time.gmtime(second)
+        prefix = (
+            f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
+            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}."
+        )
+        _iso_second = (second, prefix)
+    return f"{prefix}{milli:03d}Z"
+
+
+_iso_second: tuple[int, str] = (-1, "")
 
 
 def ms_to_iso(ms: int) -> str:
@@ -70,8 +110,9 @@ def ms_to_iso(ms: int) -> str:
     """
     if isinstance(ms, bool) or not isinstance(ms, int):
         raise SessionError("invalid_argument", f"ms must be an int, got {type(ms).__name__}")
+    epoch, one_ms = _epoch()
     try:
-        dt = _EPOCH + timedelta(milliseconds=ms)
+        dt = epoch + one_ms * ms
     except OverflowError:
         raise SessionError("invalid_argument", f"timestamp {ms} ms is out of range") from None
     # Hand-formatted: strftime's %Y does not zero-pad years below 1000 on every platform.
@@ -99,9 +140,10 @@ def iso_to_datetime(s: str) -> datetime:
     >>> iso_to_datetime("2026-11-30T16:48:30.123+01:00").isoformat()
     '2026-11-30T15:48:30.123000+00:00'
     """
+    datetime, timedelta, timezone = _datetime()
     if not isinstance(s, str):
         raise SessionError("invalid_argument", f"timestamp must be a str, got {type(s).__name__}")
-    m = _ISO_RE.fullmatch(s)
+    m = _iso_pattern().fullmatch(s)
     if m is None:
         raise SessionError("invalid_argument", f"not an ISO-8601 timestamp: {s!r}")
     year, month, day, hour, minute, second, frac, offset = m.groups()
@@ -138,10 +180,11 @@ def iso_to_ms(s: str) -> int:
     >>> iso_to_ms("1970-01-01T00:00:01.5Z")
     1500
     """
-    return (iso_to_datetime(s) - _EPOCH) // _ONE_MS
+    epoch, one_ms = _epoch()
+    return (iso_to_datetime(s) - epoch) // one_ms
 
 
-_uuid_lock: Final = threading.Lock()
+_uuid_lock: Final = _thread.allocate_lock()  # threading.Lock, without importing threading
 _uuid_last_ms = 0
 _uuid_last_rand = 0
 _RAND_BITS: Final = 74  # 12 bits of rand_a + 62 bits of rand_b

@@ -37,12 +37,16 @@ from .messages import (
     _check_opt_str,
     _check_str,
     _corrupt,
+    _extra_of,
+    _fast_init,
     _fmt,
     _invalid,
     _keep_extra,
     _preview_text,
     _seal,
     _short,
+    _trusted_message_readers,
+    _Untrusted,
     _usage_from_json,
     _usage_to_json,
     _Value,
@@ -537,7 +541,55 @@ def _reject_constant(name: str) -> Any:
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+def _make_fast_encode() -> Callable[[Any, int], Any] | None:
+    """The C encoder ``_ENCODER.encode`` builds on every call, built once.
+
+    ``JSONEncoder.encode`` spends about as long setting up ``json``'s C encoder as running
+    it on a small entry. This one has no circular-reference markers (a shared markers dict
+    could be corrupted by an exception or another thread); any failure, a cycle included,
+    is redone by ``_ENCODER`` for its exact error. ``c_make_encoder`` is undocumented, so
+    it is only used if it exists, accepts this call and matches ``_ENCODER`` on a probe.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    probe = {"a": [1, -2.5, None, True, False, 'é\n\u2028"\\'], "b": {}, "": []}
+    try:
+        # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
+        # skipkeys, allow_nan), as ``JSONEncoder.iterencode`` passes them.
+        encode = make(
+            None,
+            _ENCODER.default,
+            json.encoder.encode_basestring,
+            None,
+            ":",
+            ",",
+            False,
+            False,
+            False,
+        )
+        same = "".join(encode(probe, 0)) == _ENCODER.encode(probe)
+    except Exception:
+        return None
+    if not same:
+        return None
+    try:
+        encode([float("nan")], 0)
+    except ValueError:  # refused, as ``allow_nan=False`` does
+        return encode  # type: ignore[no-any-return]
+    return None
+
+
+_FAST_ENCODE: Final = _make_fast_encode()
+_encode_str: Final = json.encoder.encode_basestring
+
+
 def _dumps(obj: Any, what: str) -> bytes:
+    if _FAST_ENCODE is not None:
+        try:
+            return "".join(_FAST_ENCODE(obj, 0)).encode("utf-8")
+        except Exception:
+            pass  # the path below raises the right error
     try:
         return _ENCODER.encode(obj).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
@@ -764,6 +816,19 @@ def entry_to_json(entry: SessionTreeEntry) -> bytes:
     >>> entry_to_json(SessionInfoEntry(id="a1", parent_id=None, timestamp="T", name="é"))
     b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T","name":"\\xc3\\xa9"}'
     """
+    if entry.__class__ is MessageEntry and _FAST_ENCODE is not None and not entry._extra:
+        # The common append: the envelope is formatted here, only the message goes through
+        # the encoder. Any failure is left to the general path below for its error.
+        try:
+            parent = entry.parent_id
+            message = "".join(_FAST_ENCODE(message_to_dict(entry.message), 0))
+            return (
+                f'{{"type":"message","id":{_encode_str(entry.id)},"parent_id":'
+                f"{'null' if parent is None else _encode_str(parent)},"
+                f'"timestamp":{_encode_str(entry.timestamp)},"message":{message}}}'
+            ).encode()
+        except Exception:
+            pass
     return _dumps(entry_to_dict(entry), "entry")
 
 
@@ -998,6 +1063,149 @@ def entry_from_json(raw: bytes | bytearray | memoryview | str) -> SessionTreeEnt
     SessionInfoEntry(id='a1', parent_id=None, name='demo')
     """
     return entry_from_dict(_loads(raw, "entry line"))
+
+
+# ------------------------------------------------------------------- entries: trusted reading
+
+_EntryReader = Callable[[Any], SessionTreeEntry]
+_trusted_reader: _EntryReader | None = None
+
+
+def _trusted_entry_reader() -> _EntryReader:
+    """A reader for the dicts the engine builds from its lines, made on first use.
+
+    For such a dict it returns what :func:`entry_from_dict` returns (equal, same types,
+    same unknown fields kept) but skips the constructors' checks, which the engine ran on
+    the line when it loaded or appended it. A dict it cannot vouch for (see
+    ``messages._Untrusted``), or that fails in any way, goes through
+    :func:`entry_from_dict`, so errors are the same too. Only for dicts from the engine.
+    """
+    global _trusted_reader
+    if _trusted_reader is None:
+        _trusted_reader = _make_trusted_entry_reader()
+    return _trusted_reader
+
+
+def _make_trusted_entry_reader() -> _EntryReader:
+    message, usage = _trusted_message_readers()
+    new_message_entry = _fast_init(MessageEntry)
+    message_keys = _ENTRY_READERS["message"][1]
+    extra_of = _extra_of
+    validated = entry_from_dict
+    # Ids above this many characters may be over MAX_ID_BYTES in UTF-8, and the engine's
+    # own limit is configurable: the validating path measures them.
+    short_id = MAX_ID_BYTES // 4
+
+    def flag(d: dict[str, Any], name: str, default: bool) -> bool:
+        # The engine reads a null ``from_hook``/``display`` as absent; the constructors
+        # refuse it.
+        value = d.get(name, default)
+        if value.__class__ is not bool:
+            raise _Untrusted
+        return value
+
+    def count(value: Any) -> int:
+        if value.__class__ is not int:
+            raise _Untrusted
+        return value
+
+    # Rare types: keyword calls for clarity. ``d[...]`` is used wherever the validating path
+    # requires the key, so a missing one (which the engine tolerates) fails over to it.
+    simple: dict[str, tuple[Callable[..., Any], Callable[[dict[str, Any]], dict[str, Any]]]] = {
+        "thinking_level_change": (
+            _fast_init(ThinkingLevelChangeEntry),
+            lambda d: {"thinking_level": d["thinking_level"]},
+        ),
+        "model_change": (
+            _fast_init(ModelChangeEntry),
+            lambda d: {"provider": d["provider"], "model_id": d["model_id"]},
+        ),
+        "active_tools_change": (
+            _fast_init(ActiveToolsChangeEntry),
+            lambda d: {"active_tool_names": tuple(d["active_tool_names"])},
+        ),
+        "compaction": (
+            _fast_init(CompactionEntry),
+            lambda d: {
+                "summary": d["summary"],
+                "first_kept_entry_id": d["first_kept_entry_id"],
+                "tokens_before": count(d["tokens_before"]),
+                "retained_tail": None
+                if d.get("retained_tail") is None
+                else tuple([message(m) for m in d["retained_tail"]]),
+                "details": d.get("details"),
+                "usage": None if d.get("usage") is None else usage(d["usage"]),
+                "from_hook": flag(d, "from_hook", False),
+            },
+        ),
+        "branch_summary": (
+            _fast_init(BranchSummaryEntry),
+            lambda d: {
+                "from_id": d["from_id"],
+                "summary": d["summary"],
+                "details": d.get("details"),
+                "usage": None if d.get("usage") is None else usage(d["usage"]),
+                "from_hook": flag(d, "from_hook", False),
+            },
+        ),
+        "custom": (
+            _fast_init(CustomEntry),
+            lambda d: {"custom_type": d["custom_type"], "data": d.get("data")},
+        ),
+        "custom_message": (
+            _fast_init(CustomMessageEntry),
+            lambda d: {
+                "custom_type": d["custom_type"],
+                "content": d["content"],
+                "details": d.get("details"),
+                "display": flag(d, "display", True),
+            },
+        ),
+        "label": (
+            _fast_init(LabelEntry),
+            lambda d: {"target_id": d["target_id"], "label": d["label"]},
+        ),
+        "session_info": (_fast_init(SessionInfoEntry), lambda d: {"name": d["name"]}),
+        "leaf": (_fast_init(LeafEntry), lambda d: {"target_id": d["target_id"]}),
+    }
+    new_unknown = _fast_init(UnknownEntry)
+
+    def read(d: Any) -> SessionTreeEntry:
+        try:
+            kind = d["type"]
+            entry_id = d["id"]
+            if len(entry_id) > short_id:
+                raise _Untrusted
+            if kind == "message":
+                return new_message_entry(
+                    entry_id,
+                    d["parent_id"],
+                    d["timestamp"],
+                    message(d["message"]),
+                    None if d.keys() <= message_keys else extra_of(d, message_keys),
+                )
+            spec = simple.get(kind)
+            if spec is None:
+                return new_unknown(
+                    id=entry_id,
+                    parent_id=d["parent_id"],
+                    timestamp=d["timestamp"],
+                    type=kind,
+                    data=d,
+                )
+            keys = _ENTRY_READERS[kind][1]
+            return spec[0](  # type: ignore[no-any-return]
+                id=entry_id,
+                parent_id=d["parent_id"],
+                timestamp=d["timestamp"],
+                _extra=None if d.keys() <= keys else extra_of(d, keys),
+                **spec[1](d),
+            )
+        except Exception:
+            # _Untrusted, or a dict the engine did not shape (KeyError, TypeError, ...).
+            return validated(d)
+
+    return read
 
 
 # --------------------------------------------------------------------------- header

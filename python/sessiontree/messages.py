@@ -1141,6 +1141,251 @@ def message_from_dict(d: Any) -> AgentMessage:
     return message
 
 
+# ---------------------------------------------------------------------- JSON: trusted reading
+#
+# The engine checks every line it loads or appends against the rules the constructors
+# enforce (rust/engine/schema.rs), so the dicts it hands out need no second validation.
+# The readers below build the same objects as ``message_from_dict`` without running
+# ``__init__``/``__post_init__``. Where the engine is laxer than the constructors (a JSON
+# integer too large for 64 bits arrives as a float), they raise ``_Untrusted`` and the
+# caller redoes the whole entry through the validating path, which gives the same object
+# or the same error as before.
+
+
+class _Untrusted(Exception):
+    """A value the trusted readers cannot vouch for; the validating path decides."""
+
+
+def _fast_init(cls: type[_V]) -> Callable[..., _V]:
+    """Return ``build(<fields in order>, _extra=None)`` making ``cls`` without any checks.
+
+    The function is generated, as dataclasses generate ``__init__``: straight-line calls to
+    each slot's descriptor are the fastest way to fill a frozen slotted instance. Fields
+    come in ``dataclasses.fields`` order; callers passing them by position rely on it.
+    """
+    names = [f.name for f in dataclasses.fields(cls)]  # ``_extra`` first
+    if {"_new", "_cls", "_obj"} & set(names):
+        raise TypeError(f"{cls.__name__} has a field named like a local of the builder")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    for name in names:
+        owner = next(base for base in cls.__mro__ if name in base.__dict__)
+        namespace[f"_set_{name}"] = owner.__dict__[name].__set__
+    params = ", ".join([*(n for n in names if n != "_extra"), "_extra=None"])
+    body = "".join(f"    _set_{n}(_obj, {n})\n" for n in names)
+    exec(f"def build({params}):\n    _obj = _new(_cls)\n{body}    return _obj\n", namespace)
+    build: Callable[..., _V] = namespace["build"]
+    return build
+
+
+def _extra_of(d: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in known}
+
+
+_TrustedMessageReaders = tuple[
+    Callable[[dict[str, Any]], AgentMessage], Callable[[dict[str, Any]], Usage]
+]
+_trusted_readers: _TrustedMessageReaders | None = None
+
+
+def _trusted_message_readers() -> _TrustedMessageReaders:
+    """``(message, usage)`` readers for engine-validated dicts, made on first use.
+
+    On a dict the engine checked, ``message(d)`` returns what ``message_from_dict(d)``
+    returns and ``usage(u)`` what ``_usage_from_json(u)`` returns for a non-null ``u``, or
+    they raise ``_Untrusted``. They must not be given dicts from anywhere else.
+    """
+    global _trusted_readers
+    if _trusted_readers is None:
+        _trusted_readers = _make_trusted_message_readers()
+    return _trusted_readers
+
+
+def _make_trusted_message_readers() -> _TrustedMessageReaders:
+    # Builders and key sets are locals: the nested readers reach them as closure cells,
+    # which is cheaper than module globals on this path.
+    new_text = _fast_init(TextContent)
+    new_thinking = _fast_init(ThinkingContent)
+    new_image = _fast_init(ImageContent)
+    new_tool_call = _fast_init(ToolCall)
+    new_cost = _fast_init(Cost)
+    new_usage = _fast_init(Usage)
+    new_user = _fast_init(UserMessage)
+    new_assistant = _fast_init(AssistantMessage)
+    new_tool_result = _fast_init(ToolResultMessage)
+    new_custom = _fast_init(CustomMessage)
+    new_compaction = _fast_init(CompactionSummaryMessage)
+    new_branch = _fast_init(BranchSummaryMessage)
+    new_unknown = _fast_init(UnknownMessage)
+    text_keys = _BLOCK_KEYS["text"]
+    thinking_keys = _BLOCK_KEYS["thinking"]
+    image_keys = _BLOCK_KEYS["image"]
+    tool_call_keys = _BLOCK_KEYS["tool_call"]
+    cost_keys = _COST_KEYS
+    usage_keys = _USAGE_KEYS
+    user_keys = _MESSAGE_KEYS["user"]
+    assistant_keys = _MESSAGE_KEYS["assistant"]
+    tool_result_keys = _MESSAGE_KEYS["tool_result"]
+    custom_keys = _MESSAGE_KEYS["custom"]
+    compaction_keys = _MESSAGE_KEYS["compaction_summary"]
+    branch_keys = _MESSAGE_KEYS["branch_summary"]
+    zero_cost = _ZERO_COST
+    zero_usage = _ZERO_USAGE
+    extra_of = _extra_of
+
+    def blocks(items: list[dict[str, Any]]) -> tuple[ContentBlock, ...]:
+        out: list[ContentBlock] = []
+        for b in items:
+            kind = b["type"]
+            block: ContentBlock
+            if kind == "text":
+                block = new_text(
+                    b["text"],
+                    b.get("signature"),
+                    None if b.keys() <= text_keys else extra_of(b, text_keys),
+                )
+            elif kind == "tool_call":
+                block = new_tool_call(
+                    b["id"],
+                    b["name"],
+                    b["arguments"],
+                    None if b.keys() <= tool_call_keys else extra_of(b, tool_call_keys),
+                )
+            elif kind == "thinking":
+                block = new_thinking(
+                    b["thinking"],
+                    b.get("signature"),
+                    b.get("redacted", False),
+                    None if b.keys() <= thinking_keys else extra_of(b, thinking_keys),
+                )
+            else:
+                block = new_image(
+                    b["data"],
+                    b["mime_type"],
+                    None if b.keys() <= image_keys else extra_of(b, image_keys),
+                )
+            out.append(block)
+        return tuple(out)
+
+    def usage(u: dict[str, Any]) -> Usage:
+        n_in = u.get("input", 0)
+        n_out = u.get("output", 0)
+        n_read = u.get("cache_read", 0)
+        n_write = u.get("cache_write", 0)
+        n_total = u.get("total_tokens", 0)
+        if (
+            n_in.__class__ is not int
+            or n_out.__class__ is not int
+            or n_read.__class__ is not int
+            or n_write.__class__ is not int
+            or n_total.__class__ is not int
+        ):
+            raise _Untrusted
+        c = u.get("cost")
+        if c is None:
+            cost = zero_cost
+        else:
+            # The constructor stores every cost as a float; JSON integers arrive as ints.
+            c_in = c.get("input", 0.0)
+            c_out = c.get("output", 0.0)
+            c_read = c.get("cache_read", 0.0)
+            c_write = c.get("cache_write", 0.0)
+            c_total = c.get("total", 0.0)
+            cost = new_cost(
+                c_in if c_in.__class__ is float else float(c_in),
+                c_out if c_out.__class__ is float else float(c_out),
+                c_read if c_read.__class__ is float else float(c_read),
+                c_write if c_write.__class__ is float else float(c_write),
+                c_total if c_total.__class__ is float else float(c_total),
+                None if c.keys() <= cost_keys else extra_of(c, cost_keys),
+            )
+        return new_usage(
+            n_in,
+            n_out,
+            n_read,
+            n_write,
+            n_total,
+            cost,
+            None if u.keys() <= usage_keys else extra_of(u, usage_keys),
+        )
+
+    def message(d: dict[str, Any]) -> AgentMessage:
+        role = d["role"]
+        if role == "assistant" or role == "tool_result" or role == "user":
+            ts = d["timestamp"]
+            if ts.__class__ is not int:
+                raise _Untrusted
+            if role == "assistant":
+                u = d.get("usage")
+                return new_assistant(
+                    blocks(d["content"]),
+                    d["provider"],
+                    d["model"],
+                    d.get("api"),
+                    zero_usage if u is None else usage(u),
+                    d.get("stop_reason", "stop"),
+                    d.get("error_message"),
+                    ts,
+                    None if d.keys() <= assistant_keys else extra_of(d, assistant_keys),
+                )
+            if role == "tool_result":
+                return new_tool_result(
+                    d["tool_call_id"],
+                    d["tool_name"],
+                    blocks(d["content"]),
+                    d.get("is_error", False),
+                    d.get("details"),
+                    ts,
+                    None if d.keys() <= tool_result_keys else extra_of(d, tool_result_keys),
+                )
+            content = d["content"]
+            return new_user(
+                content if content.__class__ is str else blocks(content),
+                ts,
+                None if d.keys() <= user_keys else extra_of(d, user_keys),
+            )
+        if role == "custom":
+            return _checked_ts(
+                new_custom(
+                    custom_type=d["custom_type"],
+                    content=d["content"],
+                    display=d.get("display", True),
+                    details=d.get("details"),
+                    timestamp=d["timestamp"],
+                    _extra=None if d.keys() <= custom_keys else extra_of(d, custom_keys),
+                )
+            )
+        if role == "compaction_summary":
+            tokens_before = d["tokens_before"]
+            if tokens_before.__class__ is not int:
+                raise _Untrusted
+            return _checked_ts(
+                new_compaction(
+                    summary=d["summary"],
+                    tokens_before=tokens_before,
+                    timestamp=d["timestamp"],
+                    _extra=None if d.keys() <= compaction_keys else extra_of(d, compaction_keys),
+                )
+            )
+        if role == "branch_summary":
+            return _checked_ts(
+                new_branch(
+                    summary=d["summary"],
+                    from_id=d["from_id"],
+                    timestamp=d["timestamp"],
+                    _extra=None if d.keys() <= branch_keys else extra_of(d, branch_keys),
+                )
+            )
+        return new_unknown(role=role, data=d)
+
+    return message, usage
+
+
+def _checked_ts(message: _V) -> _V:
+    if message.timestamp.__class__ is not int:  # type: ignore[attr-defined]
+        raise _Untrusted
+    return message
+
+
 # --------------------------------------------------------------------------- entry helpers
 
 

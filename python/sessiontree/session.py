@@ -30,11 +30,25 @@ from .entries import (
     entry_to_json,
 )
 from .errors import SessionError
-from .messages import AgentMessage, Usage
-from .storage import SessionStorage, _EngineStorage, _from_dicts
+from .messages import _MESSAGE_CLASSES, AgentMessage, Usage, _fast_init
+from .storage import (
+    InMemorySessionStorage,
+    JsonlSessionStorage,
+    SessionStorage,
+    _EngineStorage,
+    _from_dicts,
+)
 from .types import SessionContext, SessionStats, TreeNode
 
 __all__ = ["Session"]
+
+# ``append_message`` builds its entry without the constructor's checks when the storage is
+# one of ours (not a subclass, which could override ``create_entry_id``): the id comes
+# from the engine, the parent is the engine's leaf and the timestamp is ``now_iso()``, so
+# only the message needs checking (and the engine checks the whole line again when it
+# appends it).
+_new_message_entry = _fast_init(MessageEntry)
+_TRUSTED_STORAGES = (InMemorySessionStorage, JsonlSessionStorage)
 
 
 def _require_str(name: str, value: object, *, optional: bool = False) -> None:
@@ -77,6 +91,7 @@ class Session:
                 "invalid_argument", "context_build_options must be SessionContextBuildOptions"
             )
         self._storage = storage
+        self._trusted_ids = type(storage) in _TRUSTED_STORAGES
         self.context_build_options = context_build_options or SessionContextBuildOptions()
 
     @property
@@ -104,7 +119,15 @@ class Session:
 
     def append_message(self, message: AgentMessage) -> str:
         """Appends a message (user, assistant, tool result, ...)."""
-        return self._append(MessageEntry(message=message, **self._base()))
+        storage = self._storage
+        if self._trusted_ids and isinstance(message, _MESSAGE_CLASSES):
+            entry: MessageEntry = _new_message_entry(
+                storage.create_entry_id(), storage.get_leaf_id(), now_iso(), message
+            )
+        else:
+            entry = MessageEntry(message=message, **self._base())
+        storage.append_entry(entry)
+        return entry.id
 
     def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""

@@ -21,6 +21,7 @@ from .entries import (
     LeafEntry,
     SessionHeader,
     SessionTreeEntry,
+    _trusted_entry_reader,
     entry_from_dict,
     entry_from_json,
     entry_to_json,
@@ -149,6 +150,9 @@ class SessionStorage(abc.ABC):
         self.close()
 
 
+_MAX_ID_BYTES = 256
+
+
 class Limits:
     """Limits on what a session file may contain (``limit_exceeded`` when passed).
 
@@ -175,6 +179,9 @@ class Limits:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise SessionError("invalid_argument", f"{name} must be a positive int")
+        if max_id_bytes is not None and max_id_bytes > _MAX_ID_BYTES:
+            # Readers accept ids up to 256 bytes (FORMAT.md); the limit only tightens it.
+            raise SessionError("invalid_argument", f"max_id_bytes must be at most {_MAX_ID_BYTES}")
         self.max_line_bytes = max_line_bytes
         self.max_depth = max_depth
         self.max_id_bytes = max_id_bytes
@@ -207,8 +214,12 @@ def _entries(lines: Sequence[bytes]) -> list[SessionTreeEntry]:
 
 
 def _from_dicts(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
-    """Builds entries from the dicts the engine parses (no second JSON parse in Python)."""
-    return _materialize(fetch, entry_from_dict)
+    """Builds entries from the dicts the engine parses (no second JSON parse in Python).
+
+    The engine validated every line's fields when it loaded or appended it, so the entries
+    are built without a second validation (``entries._trusted_entry_reader``).
+    """
+    return _materialize(fetch, _trusted_entry_reader())
 
 
 def _materialize(
@@ -584,7 +595,12 @@ class JsonlSessionStorage(_EngineStorage):
 
     def append_entry(self, entry: SessionTreeEntry) -> None:
         self._require_writable()
-        super().append_entry(entry)
+        # The base method's checks, less its second ``_check()``.
+        if not isinstance(entry, SessionTreeEntry):
+            raise SessionError(
+                "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
+            )
+        self._engine.append(entry_to_json(entry))
 
     def __repr__(self) -> str:
         if self.closed:

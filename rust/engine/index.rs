@@ -19,7 +19,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::engine::arena::{Arena, Cursor};
 use crate::engine::jsonl::{create_private, IssueKind, LoadIssue};
 
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x02";
+// Bumped whenever the schema rules change: an index records which lines were accepted.
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x03";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;

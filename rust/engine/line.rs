@@ -80,48 +80,59 @@ fn line_err<T>(msg: impl Into<String>) -> Result<T, LineError> {
 struct RawEntry<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     parent_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     timestamp: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     target_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     label: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     first_kept_entry_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     retained_tail: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     message: Option<Shape<'a, MessageFields<'a>>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     usage: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     thinking_level: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     provider: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     model_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     active_tool_names: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     summary: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     tokens_before: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     from_hook: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     from_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     custom_type: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     content: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "keep_null")]
     display: Option<&'a RawValue>,
+}
+
+/// A present field as raw JSON, `null` included (`Option`'s own impl reads `null` as
+/// absent, which would let `"from_hook": null` pass for a missing field).
+fn keep_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// `None` for JSON `null`.
+fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
+    raw.filter(|r| r.get() != "null")
 }
 
 impl<'a> RawEntry<'a> {
@@ -170,7 +181,7 @@ impl<'a> RawEntry<'a> {
                 })
                 .map_err(fail),
             Kind::Compaction => {
-                if let Some(tail) = self.retained_tail {
+                if let Some(tail) = non_null(self.retained_tail) {
                     schema::check_message_list(tail).map_err(fail)?;
                 }
                 self.usage
@@ -194,6 +205,7 @@ struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 fn opt_str<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Option<Cow<'a, str>>, LineError> {
     match raw {
         None => Ok(None),
+        Some(raw) if raw.get() == "null" => Ok(None),
         Some(raw) => match serde_json::from_str::<Text<'a>>(raw.get()) {
             Ok(Text(s)) => Ok(Some(s)),
             Err(_) => line_err(format!("`{field}` must be a string or null")),
@@ -271,6 +283,9 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
     }
     let id = req_str(raw.id, "id")?;
     check_id(&id, max_id_bytes)?;
+    if raw.parent_id.is_none() {
+        return line_err("`parent_id` is missing (null for a root)");
+    }
     let parent_id = opt_str(raw.parent_id, "parent_id")?;
     let timestamp = req_str(raw.timestamp, "timestamp")?;
     if kind != Kind::Unknown {
@@ -310,7 +325,7 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
         Kind::SessionInfo => entry.text = opt_str(raw.name, "name")?,
         Kind::Compaction => {
             entry.first_kept = opt_str(raw.first_kept_entry_id, "first_kept_entry_id")?;
-            entry.retained_tail = raw.retained_tail.is_some();
+            entry.retained_tail = non_null(raw.retained_tail).is_some();
             entry.usage = parse_usage(raw.usage);
         }
         Kind::BranchSummary => entry.usage = parse_usage(raw.usage),
@@ -503,11 +518,11 @@ mod tests {
                 "active_tool_names",
             ),
             (
-                r#""type":"compaction","summary":"s","tokens_before":1.5"#,
+                r#""type":"compaction","summary":"s","first_kept_entry_id":null,"tokens_before":1.5"#,
                 "tokens_before",
             ),
             (
-                r#""type":"compaction","summary":"s","tokens_before":1,"retained_tail":[{"role":"user"}]"#,
+                r#""type":"compaction","summary":"s","first_kept_entry_id":null,"tokens_before":1,"retained_tail":[{"role":"user"}]"#,
                 "timestamp",
             ),
             (r#""type":"branch_summary","summary":"s""#, "from_id"),
@@ -517,6 +532,21 @@ mod tests {
             ),
             (r#""type":"label","target_id":"x","label":3"#, "label"),
             (r#""type":"session_info","name":{}"#, "name"),
+            (r#""type":"session_info""#, "`name` is missing"),
+            (
+                r#""type":"compaction","summary":"s","first_kept_entry_id":null,"tokens_before":1,"from_hook":null"#,
+                "from_hook",
+            ),
+            (
+                r#""type":"custom_message","custom_type":"c","content":"x","display":null"#,
+                "display",
+            ),
+            (r#""type":"leaf""#, "target_id"),
+            (
+                r#""type":"custom","custom_type":"c","parent_id":null,"parent_id":null"#,
+                "duplicate",
+            ),
+            (r#""type":"label","target_id":"x""#, "`label` is missing"),
             (
                 r#""type":"message","message":{"role":"user","timestamp":1}"#,
                 "content",

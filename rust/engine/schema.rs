@@ -272,7 +272,7 @@ const MODEL_RULES: &[Rule] = &[req("provider", STR), req("model_id", STR)];
 const TOOLS_RULES: &[Rule] = &[req("active_tool_names", ARRAY)];
 const COMPACTION_RULES: &[Rule] = &[
     req("summary", STR),
-    opt("first_kept_entry_id", STR_NULL),
+    req("first_kept_entry_id", STR_NULL),
     req("tokens_before", INT),
     opt("retained_tail", ARRAY_NULL),
     opt("usage", OBJ_NULL),
@@ -290,9 +290,9 @@ const CUSTOM_MESSAGE_RULES: &[Rule] = &[
     req("content", STR),
     opt("display", BOOL),
 ];
-const LABEL_RULES: &[Rule] = &[req("target_id", STR), opt("label", STR_NULL)];
-const SESSION_INFO_RULES: &[Rule] = &[opt("name", STR_NULL)];
-const LEAF_RULES: &[Rule] = &[opt("target_id", STR_NULL)];
+const LABEL_RULES: &[Rule] = &[req("target_id", STR), req("label", STR_NULL)];
+const SESSION_INFO_RULES: &[Rule] = &[req("name", STR_NULL)];
+const LEAF_RULES: &[Rule] = &[req("target_id", STR_NULL)];
 
 /// The fields of a known entry type beyond the base, with their rules.
 pub fn entry_rules(type_name: &str) -> &'static [Rule] {
