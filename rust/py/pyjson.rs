@@ -2,6 +2,7 @@
 //! an intermediate tree: what `json.loads` gives, at a fraction of its cost.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 use pyo3::prelude::*;
@@ -10,15 +11,21 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 /// Builds the Python value of one JSON document.
 #[derive(Clone, Copy)]
-pub struct Seed<'py> {
+pub struct Seed<'py, 'f> {
     pub py: Python<'py>,
+    /// Set when a number may have been an integer too large for 64 bits: serde_json
+    /// reads those as `f64`, while Python's `json` keeps them exact.
+    pub inexact: &'f Cell<bool>,
 }
+
+/// The smallest magnitude at which an integral `f64` may stand for a wider integer.
+const WIDE_INT: f64 = 9.223_372_036_854_775e18;
 
 fn py_err<E: de::Error>(e: PyErr) -> E {
     E::custom(e.to_string())
 }
 
-impl<'de, 'py> DeserializeSeed<'de> for Seed<'py> {
+impl<'de, 'py> DeserializeSeed<'de> for Seed<'py, '_> {
     type Value = Bound<'py, PyAny>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -51,7 +58,7 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
-impl<'de, 'py> Visitor<'de> for Seed<'py> {
+impl<'de, 'py> Visitor<'de> for Seed<'py, '_> {
     type Value = Bound<'py, PyAny>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,6 +80,9 @@ impl<'de, 'py> Visitor<'de> for Seed<'py> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if v.fract() == 0.0 && v.abs() >= WIDE_INT {
+            self.inexact.set(true);
+        }
         Ok(PyFloat::new(self.py, v).into_any())
     }
 
@@ -114,10 +124,18 @@ pub fn loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     // One UTF-8 check for the whole line, instead of one per string inside it.
     let text = std::str::from_utf8(text)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid UTF-8: {e}")))?;
+    let inexact = Cell::new(false);
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = Seed { py }
-        .deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))?;
+    let value = Seed {
+        py,
+        inexact: &inexact,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))?;
+    if inexact.get() {
+        // Rare: let Python's own parser keep a wide integer exact.
+        return py.import("json")?.getattr("loads")?.call1((text,));
+    }
     Ok(value)
 }
