@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import sessiontree as st
-from sessiontree.entries import entry_from_dict, entry_from_json, entry_to_json
+from sessiontree.entries import entry_from_json, entry_to_json
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/"}\n'
