@@ -848,7 +848,7 @@ impl Store {
                 ),
             );
         }
-        let text = std::str::from_utf8(line)
+        let text = simdutf8::basic::from_utf8(line)
             .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
         let parsed = parse_entry(text, self.limits.max_id_bytes).map_err(|e| {
             let code = if e.0.contains("over the limit") {
@@ -1197,7 +1197,9 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
     if trimmed.iter().all(u8::is_ascii_whitespace) {
         return Pre::Blank;
     }
-    let Ok(text) = std::str::from_utf8(trimmed) else {
+    // The SIMD check is several times faster than std's on non-ASCII text (the std one
+    // was 13% of an open of real tool output).
+    let Ok(text) = simdutf8::basic::from_utf8(trimmed) else {
         return Pre::Issue(IssueKind::InvalidUtf8, "line is not valid UTF-8".into());
     };
     if limits.depth_exceeded(trimmed) {

@@ -122,7 +122,7 @@ impl<'de, 'py> Visitor<'de> for Seed<'py, '_> {
 /// Parses one JSON text into a Python value.
 pub fn loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     // One UTF-8 check for the whole line, instead of one per string inside it.
-    let text = std::str::from_utf8(text)
+    let text = simdutf8::basic::from_utf8(text)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid UTF-8: {e}")))?;
     let inexact = Cell::new(false);
     let mut de = serde_json::Deserializer::from_str(text);
