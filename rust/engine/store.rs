@@ -51,6 +51,11 @@ impl GroupSync {
                 let (lock, cvar) = &*worker;
                 let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
                 loop {
+                    if state.failure.is_some() {
+                        // A failed handle never syncs again; an append that raced the
+                        // failure must not leave `dirty` set, or this loop would spin.
+                        state.dirty = false;
+                    }
                     if !state.dirty && !state.stop {
                         state = cvar
                             .wait_timeout(state, Duration::from_secs(1))

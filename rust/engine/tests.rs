@@ -862,3 +862,60 @@ fn writer_close_writes_the_index() {
     assert_eq!(r.index_status(), IndexStatus::Loaded);
     assert_eq!(r.arena().len(), 1);
 }
+
+#[test]
+fn a_failed_group_sync_surfaces_and_the_syncer_goes_idle() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Group,
+        Limits::default(),
+    )
+    .unwrap();
+    w.inject_fault(Some(Fault::Sync(5)));
+    w.append(user("a", None).as_bytes()).unwrap();
+    // The syncer now waits ~20 ms before its (failing) sync: mark the file dirty again
+    // inside that window, the race that once left the syncer spinning on its mutex.
+    std::thread::sleep(Duration::from_millis(5));
+    w.append(user("a2", Some("a")).as_bytes()).unwrap();
+    // A spinning syncer starves every later call: make them on a thread, so a regression
+    // fails here instead of hanging the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut refused = None;
+        while refused.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            refused = w
+                .append(user(&format!("b{}", fastrand::u32(..)), Some("a")).as_bytes())
+                .err();
+        }
+        let later: Vec<bool> = (0..200)
+            .map(|i| {
+                w.append(user(&format!("c{i}"), Some("a")).as_bytes())
+                    .is_err()
+            })
+            .collect();
+        let _ = tx.send((
+            refused.map(|e| (e.code, e.errno)),
+            later,
+            w.close().map_err(|e| e.code),
+        ));
+    });
+    let (refused, later, closed) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the group syncer is busy-looping: calls after a failed sync starve");
+    assert_eq!(
+        refused,
+        Some((ErrorCode::Io, Some(5))),
+        "a failed background sync must surface"
+    );
+    assert!(
+        later.iter().all(|&e| e),
+        "a poisoned store refuses every append"
+    );
+    assert_eq!(closed, Err(ErrorCode::Io));
+}
