@@ -140,9 +140,10 @@ def _ref_id(ref: object) -> str:
     )
 
 
-def _check_create_args(
-    cwd: object, name: object, parent_session: object, session_id: object
-) -> tuple[str, str]:
+def _new_header(
+    cwd: object, name: object, parent_session: object, metadata: object, session_id: object
+) -> SessionHeader:
+    """Checks ``create``'s arguments and builds the new session's header."""
     if cwd is None:
         cwd_text = os.getcwd()
     elif isinstance(cwd, (str, os.PathLike)):
@@ -163,7 +164,12 @@ def _check_create_args(
             f"parent_session must be a str or None, not {type(parent_session).__name__}",
         )
     sid = uuid7() if session_id is None else _check_session_id(session_id)
-    return cwd_text, sid
+    return SessionHeader.generate(
+        cwd=cwd_text,
+        parent_session=parent_session,
+        metadata=metadata,  # type: ignore[arg-type]  # SessionHeader validates it
+        session_id=sid,
+    )
 
 
 def _check_list_args(cwd: object, limit: object) -> str | None:
@@ -874,10 +880,8 @@ class InMemorySessionRepo(SessionRepo):
         metadata: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        cwd_text, sid = _check_create_args(cwd, name, parent_session, session_id)
-        header = SessionHeader.generate(
-            cwd=cwd_text, parent_session=parent_session, metadata=metadata, session_id=sid
-        )
+        header = _new_header(cwd, name, parent_session, metadata, session_id)
+        sid = header.id
         storage = InMemorySessionStorage(header)
         if name is not None:
             Session(storage).append_session_info(name)
@@ -1124,10 +1128,8 @@ class JsonlSessionRepo(SessionRepo):
         metadata: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        cwd_text, sid = _check_create_args(cwd, name, parent_session, session_id)
-        header = SessionHeader.generate(
-            cwd=cwd_text, parent_session=parent_session, metadata=metadata, session_id=sid
-        )
+        header = _new_header(cwd, name, parent_session, metadata, session_id)
+        sid = header.id
         path = os.path.join(self._root, sid + _SUFFIX)
         storage = JsonlSessionStorage.create(
             path, header, durability=self._durability, limits=self._limits

@@ -23,7 +23,6 @@ from .entries import (
     SessionTreeEntry,
     _trusted_entry_reader,
     entry_from_dict,
-    entry_from_json,
     entry_to_json,
     header_from_dict,
     header_to_json,
@@ -206,11 +205,6 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
         return
     if not isinstance(value, str):
         raise SessionError("invalid_argument", f"{name} must be a str, not {type(value).__name__}")
-
-
-def _entries(lines: Sequence[bytes]) -> list[SessionTreeEntry]:
-    """Decodes raw lines into entries."""
-    return _materialize(lambda: lines, entry_from_json)
 
 
 def _from_dicts(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -159,9 +159,6 @@ impl MessageFields<'_> {
 fn get<'a>(fields: &[(Cow<'a, str>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
     fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
 }
-
-/// Skips a value of any shape (used for unknown fields).
-pub type Skip = IgnoredAny;
 
 /// The JSON kind of a raw value, from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

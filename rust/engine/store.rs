@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use memchr::memchr;
 
-use crate::engine::arena::{Arena, RefProblem, NONE};
+use crate::engine::arena::{Arena, RefProblem};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::index;
 use crate::engine::jsonl::{
@@ -1162,12 +1162,6 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
         },
         Durability::None | Durability::Flush => Ok(()),
     }
-}
-
-/// Parent indices of every entry and the leaf, for callers that walk the tree themselves.
-pub fn leaf_index(store: &Store) -> Option<u32> {
-    let leaf = store.arena().leaf();
-    (leaf != NONE).then_some(leaf)
 }
 
 /// A line after the order-independent part of loading.

@@ -121,77 +121,87 @@ fn leaf_entries_move_the_leaf_and_replay_the_same_way() {
 
 #[test]
 fn compaction_paths_follow_format_rules() {
-    // a - b - c - k(compaction, first kept b) - d
-    let s = memory(&[
-        user("a", None),
-        user("b", Some("a")),
-        user("c", Some("b")),
-        compaction("k", "c", Some("b"), false),
-        user("d", Some("k")),
-    ]);
-    let d = s.arena().lookup("d").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(d)),
-        ["b", "c", "k", "d"]
-    );
-
-    // retained tail: starts at the compaction
-    let s = memory(&[
-        user("a", None),
-        compaction("k", "a", Some("a"), true),
-        user("d", Some("k")),
-    ]);
-    let d = s.arena().lookup("d").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(d)),
-        ["k", "d"]
-    );
-
-    // null first kept: starts at the compaction
-    let s = memory(&[
-        user("a", None),
-        compaction("k", "a", None, false),
-        user("d", Some("k")),
-    ]);
-    let d = s.arena().lookup("d").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(d)),
-        ["k", "d"]
-    );
-
-    // first kept on another branch (not an ancestor): starts at the compaction
-    let s = memory(&[
-        user("a", None),
-        user("x", Some("a")),
-        user("b", Some("a")),
-        compaction("k", "b", Some("x"), false),
-        user("d", Some("k")),
-    ]);
-    let d = s.arena().lookup("d").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(d)),
-        ["k", "d"]
-    );
-
-    // the nearest of two compactions wins
-    let s = memory(&[
-        user("a", None),
-        user("b", Some("a")),
-        compaction("k1", "b", Some("a"), false),
-        user("c", Some("k1")),
-        compaction("k2", "c", Some("c"), false),
-        user("d", Some("k2")),
-    ]);
-    let d = s.arena().lookup("d").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(d)),
-        ["c", "k2", "d"]
-    );
-    let k2 = s.arena().lookup("k2").unwrap();
-    assert_eq!(
-        ids(&s, &s.arena().path_to_root_or_compaction(k2)),
-        ["c", "k2"]
-    );
+    // (what the case shows, the entries, the entry to walk up from, the expected path)
+    let cases: [(&str, Vec<String>, &str, &[&str]); 6] = [
+        (
+            "first kept is an ancestor: the path starts there",
+            vec![
+                user("a", None),
+                user("b", Some("a")),
+                user("c", Some("b")),
+                compaction("k", "c", Some("b"), false),
+                user("d", Some("k")),
+            ],
+            "d",
+            &["b", "c", "k", "d"],
+        ),
+        (
+            "retained tail: the path starts at the compaction",
+            vec![
+                user("a", None),
+                compaction("k", "a", Some("a"), true),
+                user("d", Some("k")),
+            ],
+            "d",
+            &["k", "d"],
+        ),
+        (
+            "null first kept: the path starts at the compaction",
+            vec![
+                user("a", None),
+                compaction("k", "a", None, false),
+                user("d", Some("k")),
+            ],
+            "d",
+            &["k", "d"],
+        ),
+        (
+            "first kept on another branch: the path starts at the compaction",
+            vec![
+                user("a", None),
+                user("x", Some("a")),
+                user("b", Some("a")),
+                compaction("k", "b", Some("x"), false),
+                user("d", Some("k")),
+            ],
+            "d",
+            &["k", "d"],
+        ),
+        (
+            "the nearest of two compactions wins",
+            vec![
+                user("a", None),
+                user("b", Some("a")),
+                compaction("k1", "b", Some("a"), false),
+                user("c", Some("k1")),
+                compaction("k2", "c", Some("c"), false),
+                user("d", Some("k2")),
+            ],
+            "d",
+            &["c", "k2", "d"],
+        ),
+        (
+            "walking up from a compaction itself",
+            vec![
+                user("a", None),
+                user("b", Some("a")),
+                compaction("k1", "b", Some("a"), false),
+                user("c", Some("k1")),
+                compaction("k2", "c", Some("c"), false),
+            ],
+            "k2",
+            &["c", "k2"],
+        ),
+    ];
+    for (what, lines, from, expected) in cases {
+        let s = memory(&lines);
+        let start = s.arena().lookup(from).unwrap();
+        assert_eq!(
+            ids(&s, &s.arena().path_to_root_or_compaction(start)),
+            expected,
+            "{what}"
+        );
+    }
 }
 
 #[test]
