@@ -142,3 +142,20 @@ def test_repo_delete_removes_the_index(tmp_path: pathlib.Path) -> None:
     assert pathlib.Path(f"{path}.idx").exists()
     repo.delete(pathlib.Path(path).stem)
     assert sorted(os.listdir(tmp_path / "repo")) in ([], [".sessiontree-list-cache.json"])
+
+
+def test_a_temp_file_left_by_a_killed_index_writer_is_cleared(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path)
+    idx = pathlib.Path(f"{path}.idx")
+    stale = pathlib.Path(f"{path}.idx.tmp")
+    idx.unlink()
+    stale.write_bytes(b"half an index")
+    with open_ro(path) as r:  # a reader cannot take the name: it goes without an index
+        assert r.index_status == "unused"
+    assert stale.exists() and not idx.exists()
+    with st.JsonlSessionStorage.open(path, durability="flush", index=0) as w:
+        assert w.index_status == "created"
+    assert not stale.exists()
+    with open_ro(path) as r:
+        assert r.index_status == "loaded"

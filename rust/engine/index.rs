@@ -121,20 +121,24 @@ pub fn encode(
     Ok(out)
 }
 
+/// `<file>.idx.tmp`: where an index is written before it is renamed into place.
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = index_path(path).into_os_string();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
 /// Writes the index atomically (temporary file, then rename) with mode 0600.
+///
+/// The temporary name is fixed and created exclusively: two processes writing at once
+/// cannot mix their bytes (the second simply skips, the index is best effort), and a
+/// temporary file left by a killed writer is one known name, not a pattern to scan for.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let target = index_path(path);
-    let mut tmp = target.as_os_str().to_owned();
-    tmp.push(format!(
-        ".tmp-{}-{:08x}",
-        std::process::id(),
-        fastrand::u32(..)
-    ));
-    let tmp = PathBuf::from(tmp);
-    let result = create_private(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
+    let tmp = temp_path(path);
+    let mut f = create_private(&tmp)?;
+    let result = f.write_all(bytes).and_then(|()| {
         drop(f);
-        std::fs::rename(&tmp, &target)
+        std::fs::rename(&tmp, index_path(path))
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -214,28 +218,11 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
     })
 }
 
-/// Removes `<file>.idx.tmp-*` files left by index writers that were killed mid-write.
+/// Removes the `<file>.idx.tmp` a killed index writer may have left.
 ///
-/// Called by a writer open (which holds the lock); a reader writing an index at that very
-/// moment only loses its rename, and the next open writes the index again.
-pub fn remove_stale_temps(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let mut prefix = name.to_owned();
-    prefix.push(".idx.tmp-");
-    let prefix = prefix.as_encoded_bytes().to_vec();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry.file_name().as_encoded_bytes().starts_with(&prefix) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
+/// Called by a writer open (which holds the lock): one `unlink`, no directory scan. A
+/// reader writing an index at that very moment only loses its rename; the next open
+/// writes the index again.
+pub fn remove_stale_temp(path: &Path) {
+    let _ = std::fs::remove_file(temp_path(path));
 }

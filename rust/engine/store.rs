@@ -382,7 +382,7 @@ impl Store {
         .map_err(|e| EngineError::io(ctx("opening"), &e))?;
         if !opts.readonly {
             lock_writer(&file, path)?;
-            index::remove_stale_temps(path);
+            index::remove_stale_temp(path);
         }
         let meta = file
             .metadata()
