@@ -153,6 +153,7 @@ def bench(pytestconfig: pytest.Config) -> Bench:
     if real:
         sizes = {
             "empty": 0,
+            "tiny": 1_000,
             "small": 10_000,
             "large": 100_000,
             "huge": 1_000_000,
@@ -162,6 +163,7 @@ def bench(pytestconfig: pytest.Config) -> Bench:
     else:
         sizes = {
             "empty": 0,
+            "tiny": 100,
             "small": 500,
             "large": 2_000,
             "huge": 4_000,

@@ -155,16 +155,30 @@ def default_context_entry_transform(
     ``first_kept_entry_id`` up to it (unless it has a retained tail), then every entry
     after it. Older compactions are left out: the latest summary supersedes them.
     """
+    head, tail_start = split_at_latest_compaction(path_entries)
+    return [*head, *path_entries[tail_start:]]
+
+
+def split_at_latest_compaction(
+    path_entries: Sequence[SessionTreeEntry],
+) -> tuple[list[SessionTreeEntry], int]:
+    """The default transform in two parts: ``(head, tail_start)``.
+
+    ``head`` is what the latest compaction contributes (the compaction, then the entries it
+    keeps from before it) and ``path_entries[tail_start:]`` follows it unchanged; without a
+    compaction ``head`` is empty and ``tail_start`` is 0.  The incremental context keeps the
+    head and extends the tail, so both share this one rule.
+    """
     last = -1
     for i in range(len(path_entries) - 1, -1, -1):
         if isinstance(path_entries[i], CompactionEntry):
             last = i
             break
     if last < 0:
-        return list(path_entries)
+        return [], 0
     compaction = path_entries[last]
     assert isinstance(compaction, CompactionEntry)
-    out: list[SessionTreeEntry] = [compaction]
+    head: list[SessionTreeEntry] = [compaction]
     first_kept = compaction.first_kept_entry_id
     if compaction.retained_tail is None and first_kept is not None:
         keeping = False
@@ -172,9 +186,8 @@ def default_context_entry_transform(
             if entry.id == first_kept:
                 keeping = True
             if keeping and not isinstance(entry, CompactionEntry):
-                out.append(entry)
-    out.extend(path_entries[last + 1 :])
-    return out
+                head.append(entry)
+    return head, last + 1
 
 
 def build_context_entries(
@@ -187,11 +200,18 @@ def build_context_entries(
     """
     _check_options("options", options)
     entries = default_context_entry_transform(path_entries)
-    if options is not None:
-        for transform in options.entry_transforms:
-            entries = _checked(
-                transform(entries), SessionTreeEntry, f"entry transform {transform!r}", "entries"
-            )
+    return entries if options is None else apply_entry_transforms(entries, options)
+
+
+def apply_entry_transforms(
+    entries: list[SessionTreeEntry], options: SessionContextBuildOptions
+) -> list[SessionTreeEntry]:
+    """Each of ``options.entry_transforms`` in order, on already default-transformed
+    ``entries``; a transform's result is checked to be a list of entries."""
+    for transform in options.entry_transforms:
+        entries = _checked(
+            transform(entries), SessionTreeEntry, f"entry transform {transform!r}", "entries"
+        )
     return entries
 
 

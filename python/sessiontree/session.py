@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from ._incremental import ContextCache
 from ._util import now_iso
-from .context import (
-    SessionContextBuildOptions,
-    _context_from,
-    derive_session_context_state,
-    merge_context_build_options,
-)
+from .context import SessionContextBuildOptions, merge_context_build_options
 from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -26,7 +22,6 @@ from .entries import (
     SessionTreeEntry,
     ThinkingLevel,
     ThinkingLevelChangeEntry,
-    entry_from_json,
     entry_to_json,
 )
 from .errors import SessionError
@@ -92,6 +87,7 @@ class Session:
             )
         self._storage = storage
         self._trusted_ids = type(storage) in _TRUSTED_STORAGES
+        self._context_cache: ContextCache | None = None
         self.context_build_options = context_build_options or SessionContextBuildOptions()
 
     @property
@@ -114,7 +110,11 @@ class Session:
         }
 
     def _append(self, entry: SessionTreeEntry) -> str:
-        self._storage.append_entry(entry)
+        storage = self._storage
+        storage.append_entry(entry)
+        cache = self._context_cache
+        if cache is not None:
+            cache.appended(entry, len(storage))
         return entry.id
 
     def append_message(self, message: AgentMessage) -> str:
@@ -126,8 +126,7 @@ class Session:
             )
         else:
             entry = MessageEntry(message=message, **self._base())
-        storage.append_entry(entry)
-        return entry.id
+        return self._append(entry)
 
     def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""
@@ -324,18 +323,23 @@ class Session:
 
         Messages come from :meth:`get_branch`; thinking level, model and active tools from
         the whole path to the root, so state set before a compaction survives it.
+
+        The session keeps the context it built last and extends it as entries are
+        appended, so a turn costs what it adds, not the length of the branch; a leaf
+        move or compaction rebuilds only what changed. The cache holds a reference to
+        every entry and message of the current branch (no copies); drop it with
+        :meth:`clear_context_cache`. Projector output is cached per entry and index, so
+        a projector must depend only on those and the entries before it.
         """
-        opts = self.merge_context_build_options(options)
-        storage = self._storage
-        leaf = storage.get_leaf_id()
-        branch = storage.get_path_to_root_or_compaction(leaf)
-        if isinstance(storage, _EngineStorage):
-            state_entries: Iterable[SessionTreeEntry] = [
-                entry_from_json(line) for line in storage._state_lines(leaf) if line is not None
-            ]
-        else:
-            state_entries = storage.get_path_to_root(leaf)
-        return _context_from(branch, derive_session_context_state(state_entries), opts)
+        cache = self._context_cache
+        if cache is None:
+            cache = self._context_cache = ContextCache()
+        return cache.build(self._storage, self.merge_context_build_options(options))
+
+    def clear_context_cache(self) -> None:
+        """Forgets the cached context (and the memory it holds); the next
+        :meth:`build_context` builds it again from the storage."""
+        self._context_cache = None
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -11,23 +11,29 @@ import abc
 import gc
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
 from . import _core
 from ._util import now_iso
 from .entries import (
+    ActiveToolsChangeEntry,
     LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
     SessionHeader,
     SessionTreeEntry,
+    ThinkingLevelChangeEntry,
     _trusted_entry_reader,
     entry_from_dict,
+    entry_from_json,
     entry_to_json,
     header_from_dict,
     header_to_json,
 )
 from .errors import SessionError
+from .messages import AssistantMessage
 from .types import LoadIssue, LoadReport, SessionStats
 
 __all__ = [
@@ -125,6 +131,35 @@ class SessionStorage(abc.ABC):
     def close(self) -> None:
         """Releases the storage; idempotent."""
 
+    def get_branch_entries(
+        self, leaf_id: str | None, *, known: Mapping[str, SessionTreeEntry] | None = None
+    ) -> list[SessionTreeEntry]:
+        """The same list as :meth:`get_path_to_root_or_compaction`; an implementation may
+        take entries from ``known`` (entries this storage returned before, by id) instead
+        of building them again.
+
+        ``Session`` calls this to refresh its cached context after a leaf move or a
+        compaction. The default ignores ``known``.
+        """
+        return self.get_path_to_root_or_compaction(leaf_id)
+
+    def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
+        """The entries on the path to the root of ``leaf_id`` that decide the context
+        state: the nearest ``thinking_level_change``, the nearest ``model_change`` or
+        assistant message and the nearest ``active_tools_change`` (any order).
+
+        Replaying them gives the same :class:`ContextState` as replaying the whole path.
+        The default walks :meth:`get_path_to_root`; storages that can stop early override it.
+        """
+        found: dict[int, SessionTreeEntry] = {}
+        for entry in reversed(self.get_path_to_root(leaf_id)):
+            slot = _state_slot(entry)
+            if slot >= 0 and slot not in found:
+                found[slot] = entry
+                if len(found) == 3:
+                    break
+        return list(found.values())
+
     def get_labels(self) -> dict[str, str]:
         """Every current label as ``{entry id: label}``.
 
@@ -147,6 +182,19 @@ class SessionStorage(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _state_slot(entry: SessionTreeEntry) -> int:
+    """Which piece of context state ``entry`` sets: 0 thinking, 1 model, 2 tools, -1 none."""
+    if isinstance(entry, ThinkingLevelChangeEntry):
+        return 0
+    if isinstance(entry, ModelChangeEntry) or (
+        isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
+    ):
+        return 1
+    if isinstance(entry, ActiveToolsChangeEntry):
+        return 2
+    return -1
 
 
 _MAX_ID_BYTES = 256
@@ -379,8 +427,24 @@ class _EngineStorage(SessionStorage):
     def close(self) -> None:
         self._engine.close()
 
-    def _state_lines(self, leaf_id: str | None) -> list[bytes | None]:
-        return self._engine.state_lines(leaf_id)
+    def get_branch_entries(
+        self, leaf_id: str | None, *, known: Mapping[str, SessionTreeEntry] | None = None
+    ) -> list[SessionTreeEntry]:
+        if not known:
+            return self.get_path_to_root_or_compaction(leaf_id)
+        _check_id_arg("leaf_id", leaf_id, optional=True)
+        self._check()
+        engine = self._engine
+        idxs = engine.path_indices(leaf_id, True)
+        ids = [engine.id_of(i) for i in idxs]
+        missing = [i for i, entry_id in zip(idxs, ids, strict=True) if entry_id not in known]
+        made = iter(_from_dicts(lambda: engine.objects(missing)))
+        return [known[entry_id] if entry_id in known else next(made) for entry_id in ids]
+
+    def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
+        _check_id_arg("leaf_id", leaf_id, optional=True)
+        self._check()
+        return [entry_from_json(line) for line in self._engine.state_lines(leaf_id) if line]
 
 
 def _make_header(header: SessionHeader | None) -> bytes:
