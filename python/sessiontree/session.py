@@ -26,13 +26,7 @@ from .entries import (
 )
 from .errors import SessionError
 from .messages import _MESSAGE_CLASSES, AgentMessage, Usage, _fast_init
-from .storage import (
-    InMemorySessionStorage,
-    JsonlSessionStorage,
-    SessionStorage,
-    _EngineStorage,
-    _from_dicts,
-)
+from .storage import InMemorySessionStorage, JsonlSessionStorage, SessionStorage
 from .types import SessionContext, SessionStats, TreeNode
 
 __all__ = ["Session"]
@@ -288,17 +282,7 @@ class Session:
         Built bottom-up without recursion, so any depth works.
         """
         storage = self._storage
-        if isinstance(storage, _EngineStorage):
-            engine = storage._engine
-            storage._check()
-            entries = _from_dicts(lambda: engine.objects(range(len(engine))))
-            parents = engine.parents()
-        else:
-            entries = storage.get_entries()
-            pos = {e.id: i for i, e in enumerate(entries)}
-            parents = [pos.get(e.parent_id, -1) if e.parent_id is not None else -1 for e in entries]
-            # A custom storage may list a child before its parent; fall back to a root.
-            parents = [p if p < i else -1 for i, p in enumerate(parents)]
+        entries, parents = storage.get_entries_with_parents()
         labels = storage.get_labels()
         kids: list[list[TreeNode]] = [[] for _ in entries]
         roots: list[TreeNode] = []

@@ -160,6 +160,18 @@ class SessionStorage(abc.ABC):
                     break
         return list(found.values())
 
+    def get_entries_with_parents(self) -> tuple[list[SessionTreeEntry], list[int]]:
+        """Every entry in file order, and for each the position of its parent in that
+        list (``-1`` for a root); ``Session.get_tree`` is built from it.
+
+        The default derives the positions from :meth:`get_entries`; a parent listed
+        after its child (a custom storage may do that) counts as a root.
+        """
+        entries = self.get_entries()
+        pos = {e.id: i for i, e in enumerate(entries)}
+        parents = [-1 if e.parent_id is None else pos.get(e.parent_id, -1) for e in entries]
+        return entries, [p if p < i else -1 for i, p in enumerate(parents)]
+
     def get_labels(self) -> dict[str, str]:
         """Every current label as ``{entry id: label}``.
 
@@ -440,6 +452,11 @@ class _EngineStorage(SessionStorage):
         missing = [i for i, entry_id in zip(idxs, ids, strict=True) if entry_id not in known]
         made = iter(_from_dicts(lambda: engine.objects(missing)))
         return [known[entry_id] if entry_id in known else next(made) for entry_id in ids]
+
+    def get_entries_with_parents(self) -> tuple[list[SessionTreeEntry], list[int]]:
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.objects(range(len(engine)))), engine.parents()
 
     def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
         _check_id_arg("leaf_id", leaf_id, optional=True)
