@@ -6,9 +6,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from ._incremental import ContextCache
 from ._util import now_iso
-from .context import SessionContextBuildOptions, merge_context_build_options
+from .context import ContextCache, SessionContextBuildOptions, merge_context_build_options
 from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,

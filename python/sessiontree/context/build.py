@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .entries import (
+from ..entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -24,8 +24,8 @@ from .entries import (
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
 )
-from .errors import SessionError
-from .messages import (
+from ..errors import SessionError
+from ..messages import (
     _MESSAGE_CLASSES,
     AgentMessage,
     AssistantMessage,
@@ -33,18 +33,20 @@ from .messages import (
     create_compaction_summary_message,
     create_custom_message,
 )
-from .types import ContextState, ModelRef, SessionContext
+from ..types import ContextState, ModelRef, SessionContext
 
 __all__ = [
     "EntryProjector",
     "EntryTransform",
     "SessionContextBuildOptions",
+    "apply_entry_transforms",
     "build_context_entries",
     "build_session_context",
     "default_context_entry_transform",
     "derive_session_context_state",
     "merge_context_build_options",
     "session_entry_to_context_messages",
+    "split_at_latest_compaction",
 ]
 
 EntryTransform = Callable[[list[SessionTreeEntry]], list[SessionTreeEntry]]
@@ -295,14 +297,4 @@ def build_session_context(
         state.thinking_level,
         state.model,
         state.active_tool_names,
-    )
-
-
-def _context_from(
-    branch: Sequence[SessionTreeEntry],
-    state: ContextState,
-    options: SessionContextBuildOptions | None,
-) -> SessionContext:
-    return SessionContext(
-        _messages(branch, options), state.thinking_level, state.model, state.active_tool_names
     )

@@ -26,14 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import (
-    SessionContextBuildOptions,
-    apply_entry_transforms,
-    derive_session_context_state,
-    session_entry_to_context_messages,
-    split_at_latest_compaction,
-)
-from .entries import (
+from ..entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -44,11 +37,18 @@ from .entries import (
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
 )
-from .messages import AgentMessage, AssistantMessage
-from .types import ModelRef, SessionContext
+from ..messages import AgentMessage, AssistantMessage
+from ..types import ModelRef, SessionContext
+from .build import (
+    SessionContextBuildOptions,
+    apply_entry_transforms,
+    derive_session_context_state,
+    session_entry_to_context_messages,
+    split_at_latest_compaction,
+)
 
 if TYPE_CHECKING:
-    from .storage import SessionStorage
+    from ..storage import SessionStorage
 
 __all__ = ["ContextCache"]
 
