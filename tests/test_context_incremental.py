@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from typing import Any
 
+import pytest
 from hypothesis import strategies as hs
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -232,3 +233,34 @@ def test_a_move_keeps_the_common_prefix(msgs: Any) -> None:
         after = s.build_context()
         assert all(a is b for a, b in zip(before.messages[:5], after.messages[:5], strict=True))
         assert [m.role for m in after.messages[5:]] == ["branch_summary"]
+
+
+def test_an_earlier_context_never_changes(msgs: Any) -> None:
+    with st.Session(st.InMemorySessionStorage()) as s:
+        ids = [s.append_message(msgs.user(f"u{i}")) for i in range(5)]
+        old = s.build_context()
+        frozen = tuple(old.messages)
+        s.append_message(msgs.user("later"))
+        s.build_context()
+        s.move_to(ids[1])
+        s.append_message(msgs.user("other branch"))
+        assert len(s.build_context().messages) == 3
+        assert tuple(old.messages) == frozen and len(old.messages) == 5
+
+
+def test_message_sequence_behaves_like_a_tuple(msgs: Any) -> None:
+    import copy
+    import pickle
+
+    items = [msgs.user(t) for t in "abcd"]
+    seq = st.MessageSequence(items)
+    items.append(msgs.user("e"))  # the sequence copied its input
+    assert len(seq) == 4 and seq[-1] == msgs.user("d") and seq[1:3] == (seq[1], seq[2])
+    assert seq == tuple(seq) and tuple(seq) == seq and seq != list(seq)
+    assert msgs.user("b") in seq and seq.index(msgs.user("c")) == 2
+    assert seq + (msgs.user("x"),) == (*seq, msgs.user("x"))  # noqa: RUF005
+    assert pickle.loads(pickle.dumps(seq)) == seq and copy.deepcopy(seq) == seq
+    assert hash(seq) == hash(tuple(seq))
+    assert "MessageSequence([UserMessage(" in repr(seq) and "1 more" in repr(seq)
+    with pytest.raises(IndexError):
+        seq[4]

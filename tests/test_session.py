@@ -870,7 +870,11 @@ def test_session_results_are_values(backend: Any, msgs: Any) -> None:
     assert session.get_branch() == session.get_branch()
     with pytest.raises(AttributeError):
         one.thinking_level = "high"  # type: ignore[misc]
-    assert isinstance(one.messages, tuple)
+    # An immutable sequence equal to the tuple of its messages.
+    assert isinstance(one.messages, st.MessageSequence)
+    assert one.messages == tuple(one.messages) and one.messages[:] == tuple(one.messages)
+    with pytest.raises(AttributeError):
+        one.messages._len = 0  # type: ignore[attr-defined]
     session.close()
 
 

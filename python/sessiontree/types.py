@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     from .entries import SessionTreeEntry
@@ -15,6 +16,7 @@ __all__ = [
     "ContextState",
     "LoadIssue",
     "LoadReport",
+    "MessageSequence",
     "ModelRef",
     "SessionContext",
     "SessionMetadata",
@@ -40,11 +42,105 @@ class ContextState:
     active_tool_names: tuple[str, ...] | None = None
 
 
+class MessageSequence(Sequence["AgentMessage"]):
+    """An immutable sequence of messages: :attr:`SessionContext.messages`.
+
+    It behaves like a tuple (indexing, slicing to a tuple, iteration, ``len``, ``in``,
+    equality with tuples and other message sequences, hashing, pickling) but a session's
+    context hands out views of the list it keeps and extends, so a turn costs what it adds,
+    not a copy of the whole context.
+
+    >>> MessageSequence(["a", "b"])[-1], MessageSequence(["a"]) == ("a",)
+    ('b', True)
+    """
+
+    __slots__ = ("_items", "_len")
+
+    _items: list[AgentMessage]
+    _len: int
+
+    def __init__(self, messages: Iterable[AgentMessage] = ()) -> None:
+        items = list(messages)
+        object.__setattr__(self, "_items", items)
+        object.__setattr__(self, "_len", len(items))
+
+    @classmethod
+    def _view(cls, items: list[AgentMessage], length: int) -> MessageSequence:
+        """The first ``length`` items of ``items``, which may only grow afterwards."""
+        view = cls.__new__(cls)
+        object.__setattr__(view, "_items", items)
+        object.__setattr__(view, "_len", length)
+        return view
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"MessageSequence is immutable: cannot set {name!r}")
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> AgentMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[AgentMessage, ...]: ...
+    def __getitem__(self, index: int | slice) -> AgentMessage | tuple[AgentMessage, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._len)
+            return tuple(self._items[start:stop:step])
+        n = self._len
+        i = index.__index__()
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("message index out of range")
+        return self._items[i]
+
+    def __iter__(self) -> Iterator[AgentMessage]:
+        return itertools.islice(self._items, self._len)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (MessageSequence, tuple)):
+            return NotImplemented
+        if len(other) != self._len:
+            return False
+        if isinstance(other, MessageSequence) and other._items is self._items:
+            return True
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: object) -> tuple[AgentMessage, ...]:
+        if not isinstance(other, (MessageSequence, tuple)):
+            return NotImplemented
+        return (*self, *other)
+
+    def __radd__(self, other: object) -> tuple[AgentMessage, ...]:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return (*other, *self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MessageSequence, (tuple(self),))
+
+    def __copy__(self) -> MessageSequence:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MessageSequence:
+        import copy
+
+        return MessageSequence(copy.deepcopy(tuple(self), memo))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(m) for m in itertools.islice(self._items, min(self._len, 3)))
+        more = f", … {self._len - 3} more" if self._len > 3 else ""
+        return f"MessageSequence([{shown}{more}])"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionContext:
     """What goes to the model: the messages plus thinking level, model and active tools."""
 
-    messages: tuple[AgentMessage, ...]
+    messages: Sequence[AgentMessage]
     thinking_level: str = "off"
     model: ModelRef | None = None
     active_tool_names: tuple[str, ...] | None = None

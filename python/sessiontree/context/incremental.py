@@ -38,7 +38,7 @@ from ..entries import (
     ThinkingLevelChangeEntry,
 )
 from ..messages import AgentMessage, AssistantMessage
-from ..types import ModelRef, SessionContext
+from ..types import MessageSequence, ModelRef, SessionContext
 from .build import (
     SessionContextBuildOptions,
     apply_entry_transforms,
@@ -164,8 +164,11 @@ class ContextCache:
             self._context = None
         context = self._context
         if context is None:
+            # A view of the list, not a copy: the list only grows while views of it exist
+            # (a rebuild starts a new one), so the view stays what it was.
+            messages = MessageSequence._view(self._messages, len(self._messages))
             context = self._context = SessionContext(
-                tuple(self._messages), self._thinking_level, self._model, self._tools
+                messages, self._thinking_level, self._model, self._tools
             )
         return context
 
@@ -213,7 +216,8 @@ class ContextCache:
         if keep:
             del self._entries[keep:]
             del self._ends[keep:]
-            del self._messages[self._ends[-1] if self._ends else 0 :]
+            # A new list: contexts handed out before view the old one.
+            self._messages = self._messages[: self._ends[-1] if self._ends else 0]
             self._entries.extend(branch[tail_start + keep - len(head) :])
         else:
             self._entries = [*head, *branch[tail_start:]]
