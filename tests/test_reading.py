@@ -260,6 +260,58 @@ def test_dangling_parent_becomes_a_root(write_session: Write, lines: Any) -> Non
         assert session.get_leaf_id() == "later"
 
 
+@pytest.mark.parametrize("how", ["file", "memory"])
+def test_dangling_parent_reads_as_null_everywhere(
+    write_session: Write, lines: Any, how: str
+) -> None:
+    # FORMAT.md: the entry as returned has ``parent_id`` null; the line stays as written.
+    path = write_session(
+        lines.entry("a", None),
+        lines.user("x", "ghost"),
+        lines.entry("y", "x"),
+        lines.entry("u", "phantom", "future_kind", payload=1),
+    )
+    before = path.read_bytes()
+    if how == "file":
+        storage: st.SessionStorage = st.JsonlSessionStorage.open(path)
+    else:
+        storage = st.InMemorySessionStorage.from_jsonl(before)
+    with storage:
+        report = storage.load_report  # type: ignore[attr-defined]
+        assert [(i.line, i.kind) for i in report.issues] == [
+            (3, "dangling_parent"),
+            (5, "dangling_parent"),
+        ]
+        assert "ghost" in report.issues[0].message and "phantom" in report.issues[1].message
+        x = storage.get_entry("x")
+        assert x is not None and x.parent_id is None
+        unknown = storage.get_entry("u")
+        assert isinstance(unknown, st.UnknownEntry) and unknown.parent_id is None
+        assert st.entry_to_dict(unknown)["parent_id"] is None
+        assert {e.id: e.parent_id for e in storage.get_entries()} == {
+            "a": None,
+            "x": None,
+            "y": "x",
+            "u": None,
+        }
+        assert [e.parent_id for e in storage.get_entries(reverse=True, limit=1)] == [None]
+        assert [e.parent_id for e in storage.find_entries("message")] == [None]
+        assert [(e.id, e.parent_id) for e in storage.get_path_to_root("y")] == [
+            ("x", None),
+            ("y", "x"),
+        ]
+        assert storage.get_path_to_root_or_compaction("y")[0].parent_id is None
+        assert [e.parent_id for e in storage.get_children(None)] == [None, None, None]
+        session = st.Session(storage)
+        assert [(n.entry.id, n.entry.parent_id) for n in session.get_tree()] == [
+            ("a", None),
+            ("x", None),
+            ("u", None),
+        ]
+        assert session.get_branch("y")[0].parent_id is None
+    assert path.read_bytes() == before
+
+
 def test_unknown_leaf_target_leaves_the_leaf(write_session: Write, lines: Any) -> None:
     path = write_session(
         lines.entry("a", None),
