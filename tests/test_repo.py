@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -274,11 +275,12 @@ def make_dated(repo: SessionRepo, cwd: str, created_name: str, stamps: list[str]
 
 
 def test_list_order_filter_limit(repo: SessionRepo, tmp_path: pathlib.Path) -> None:
-    make_dated(repo, "/a", "old", ["2026-01-01T00:00:00.000Z"])
-    make_dated(repo, "/b", "newest", ["2026-01-01T00:00:00.000Z", "2026-03-01T00:00:00.000Z"])
-    make_dated(repo, "/a", "middle", ["2026-02-01T00:00:00.000Z"])
+    # Entry times after the headers' (now), so the newest entry decides ``modified``.
+    make_dated(repo, "/a", "old", ["2099-01-01T00:00:00.000Z"])
+    make_dated(repo, "/b", "newest", ["2099-01-01T00:00:00.000Z", "2099-03-01T00:00:00.000Z"])
+    make_dated(repo, "/a", "middle", ["2099-02-01T00:00:00.000Z"])
     # An older entry appended later does not make the session newer: newest entry wins.
-    make_dated(repo, "/a/", "mixed", ["2026-01-15T00:00:00.000Z", "2025-06-01T00:00:00.000Z"])
+    make_dated(repo, "/a/", "mixed", ["2099-01-15T00:00:00.000Z", "2098-06-01T00:00:00.000Z"])
     assert [m.id for m in repo.list()] == ["newest", "middle", "mixed", "old"]
     assert [m.id for m in repo.list(cwd="/a")] == ["middle", "mixed", "old"]
     assert [m.id for m in repo.list(cwd=pathlib.Path("/a/"))] == ["middle", "mixed", "old"]
@@ -289,9 +291,38 @@ def test_list_order_filter_limit(repo: SessionRepo, tmp_path: pathlib.Path) -> N
     assert repo.list(limit=0) == []
     assert len(repo.list(limit=100)) == 4
     by_id = {m.id: m for m in repo.list()}
-    assert by_id["newest"].modified == utc("2026-03-01T00:00:00.000Z")
-    assert by_id["mixed"].modified == utc("2026-01-15T00:00:00.000Z")
+    assert by_id["newest"].modified == utc("2099-03-01T00:00:00.000Z")
+    assert by_id["mixed"].modified == utc("2099-01-15T00:00:00.000Z")
     assert by_id["old"].created is not None and by_id["old"].created.tzinfo is timezone.utc
+
+
+def test_modified_is_never_before_the_header(repo: SessionRepo) -> None:
+    # Entries older than the header (copied, or from a skewed clock): ``modified`` is the
+    # header's time, the later of the two.
+    sid = make_dated(repo, "/a", "skewed", ["2001-01-01T00:00:00.000Z"])
+    (meta,) = repo.list()
+    assert meta.id == sid and meta.created is not None
+    assert meta.modified == meta.created > utc("2001-01-01T00:00:00.000Z")
+
+
+def test_fresh_fork_lists_first(repo: SessionRepo) -> None:
+    with repo.create(cwd="/w", session_id="src") as s:
+        first = at(s, "2026-01-01T00:00:00.000Z", user("one"))
+        at(s, "2026-06-01T00:00:00.000Z", user("two"))
+    with repo.create(cwd="/w", session_id="other") as s:
+        at(s, "2026-03-01T00:00:00.000Z", user("three"))
+    # The fork copies only the oldest entry, but it was made now: the newest session.
+    time.sleep(0.002)  # header times have millisecond resolution
+    with repo.fork("src", entry_id=first, position="at") as fork:
+        fork_id = fork.id
+        created = utc(fork.storage.get_metadata().timestamp)
+        assert [e.id for e in dump(fork)] == [first]
+    rows = repo.list()
+    assert rows[0].id == fork_id and {m.id for m in rows[1:]} == {"src", "other"}
+    assert rows[0].modified == rows[0].created == created
+    # The sources' entries are older than their headers too.
+    assert all(m.modified == m.created for m in rows)
+    assert [m.id for m in repo.list(cwd="/w", limit=1)] == [fork_id]
 
 
 @pytest.mark.parametrize("limit", [-1, True, 1.5, "3"])

@@ -83,7 +83,8 @@ _SESSION_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SUFFIX: Final = ".jsonl"
 _CACHE_NAME: Final = ".sessiontree-list-cache.json"
 _CACHE_FORMAT: Final = "sessiontree-list-cache"
-_CACHE_VERSION: Final = 1
+# 2: ``modified`` is no earlier than ``created`` (version 1 rows may be).
+_CACHE_VERSION: Final = 2
 # A cache bigger than this is not ours (a row is a few hundred bytes).
 _CACHE_MAX_BYTES: Final = 256 << 20
 _MIN_TIME: Final = datetime.min.replace(tzinfo=timezone.utc)
@@ -257,7 +258,14 @@ def _metadata_from_engine(
     parent = header.get("parent_session")
     created = _parse_time(header.get("timestamp"))
     newest = engine.newest_timestamp()
-    modified = (_parse_time(newest) if newest is not None else None) or created
+    newest_time = None if newest is None else _parse_time(newest)
+    # API.md: the later of the header's time and the newest entry's, so a fresh fork (its
+    # copied entries are older than its header) lists first.
+    modified = (
+        newest_time
+        if created is None or (newest_time is not None and newest_time > created)
+        else created
+    )
     entry_count, message_count, user_count = engine.stats()[:3]
     first_message: str | None = None
     if user_count:
