@@ -626,7 +626,7 @@ def _storage_fork_entries(
             d["parent_id"] = want
             e = entry_from_dict(d)
         out.append(e)
-    out.extend(plan.extras)
+    # Only source entries: the label/name/leaf entries of ``plan.extras`` are fork()'s.
     return out
 
 
@@ -635,21 +635,19 @@ def get_entries_to_fork(
     entry_id: str | None = None,
     position: ForkPosition = "before",
 ) -> list[SessionTreeEntry]:
-    """The entries a fork of ``storage`` holds, in the order they are written.
+    """The source entries a fork of ``storage`` copies, in the order they are written.
 
-    - No ``entry_id``: every entry (a full copy; the fork's leaf is the source's leaf).
+    - No ``entry_id``: every entry (a full copy).
     - ``position="at"``: ``get_path_to_root_or_compaction(entry_id)``.
     - ``position="before"``: the same path for the target's parent (nothing when it has
       none); a target that is a message must be a user message.
 
-    Ids and timestamps are kept. The result is self-contained: the first copied entry is
-    a root and no ``parent_id`` points outside the copy; a ``label`` or ``leaf`` entry
-    whose target is not copied is left out and what hung under it is re-attached to its
-    nearest copied ancestor. Labels of copied entries and the session name end up as in
-    the source: where the copied ``label``/``session_info`` entries do not already say so,
-    entries are appended (new ids, current time), then a ``leaf`` entry if the leaf would
-    otherwise not be where it belongs (the last path entry, or the source's leaf for a full
-    copy). Appending the result in order to an empty storage reproduces the fork.
+    Only entries of the source are returned, with their ids and timestamps. The result is
+    self-contained: the first copied entry is a root and no ``parent_id`` points outside
+    the copy; a ``label`` or ``leaf`` entry whose target is not copied is left out and
+    what hung under it is re-attached to its nearest copied ancestor. Labels and the
+    session name are *not* reconciled here: :meth:`SessionRepo.fork` appends the
+    ``label``/``session_info``/``leaf`` entries that do that after these.
 
     Args:
         storage: the source session.
@@ -678,8 +676,8 @@ def get_entries_to_fork(
         )
     if isinstance(storage, _EngineStorage):
         storage._check()
-        lines, extras = _engine_fork_lines(storage._engine, entry_id, position)
-        return [entry_from_json(line) for line in lines] + extras
+        lines, _ = _engine_fork_lines(storage._engine, entry_id, position)
+        return [entry_from_json(line) for line in lines]
     return _storage_fork_entries(storage, entry_id, position)
 
 
@@ -780,9 +778,15 @@ class SessionRepo(abc.ABC):
     ) -> Session:
         """Copy a session (or one branch of it) into a new session and open that.
 
-        The entries are chosen by :func:`get_entries_to_fork`. The new header gets a new
-        id, the current time, ``parent_session`` = the source id, and the source's ``cwd``
-        and ``metadata``. The source may be open, even by a writer.
+        The entries are chosen by :func:`get_entries_to_fork` and copied first, with their
+        ids and timestamps. Then, so the fork shows the source's labels (for the copied
+        entries) and session name, ``label`` and ``session_info`` entries are appended
+        after the copied entries wherever the copied ones do not already say so (new
+        ids, the current time), followed by a ``leaf`` entry if the leaf would otherwise
+        not be where it belongs: the source's leaf for a full copy, else the last copied
+        entry. The new header gets a new id, the current time, ``parent_session`` = the
+        source id, and the source's ``cwd`` and ``metadata``. The source may be open,
+        even by a writer.
 
         Args:
             source: the session to fork.
