@@ -2,8 +2,11 @@
 
 Every entry is an immutable value (a frozen, slotted dataclass, equal by value) with the
 attributes ``type``, ``id``, ``parent_id`` and ``timestamp`` (ISO-8601 text).  Constructors
-take keyword arguments only; ``type`` is fixed by the class.  Sequences are stored as tuples;
-``details`` and ``data`` values are stored as given and must not be mutated afterwards.
+take the type's own fields by position or keyword, in the documented order, and ``id``,
+``parent_id`` and ``timestamp`` by keyword only (``ModelChangeEntry("anthropic", "claude",
+id=..., parent_id=..., timestamp=...)``); ``__match_args__`` is the type's own fields.
+``type`` is fixed by the class.  Sequences are stored as tuples; ``details`` and ``data``
+values are stored as given and must not be mutated afterwards.
 
 :func:`entry_to_json` and :func:`entry_from_json` convert one JSONL line to and from an
 entry.  Fields this version does not know (from a newer or foreign writer) are kept on the
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from ._util import now_iso, uuid7
@@ -146,6 +149,9 @@ def _check_usage(obj: object, value: object) -> None:
 class SessionTreeEntry(_Value):
     """The common base of every entry; not instantiated directly.
 
+    Its fields are keyword-only (``kw_only`` here), so a concrete entry type's own fields,
+    declared without ``kw_only``, are its positional parameters.
+
     Attributes:
         type: the entry's JSON ``type`` (fixed per class).
         id: the entry id, unique within the session (1-256 UTF-8 bytes).
@@ -170,7 +176,7 @@ class SessionTreeEntry(_Value):
         _check_base(self)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class MessageEntry(SessionTreeEntry):
     """An entry holding one conversation message.
 
@@ -178,8 +184,8 @@ class MessageEntry(SessionTreeEntry):
         message: the :data:`~sessiontree.messages.AgentMessage`.
 
     >>> from sessiontree.messages import UserMessage
-    >>> MessageEntry(id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z",
-    ...              message=UserMessage("Hello", timestamp=0))
+    >>> MessageEntry(UserMessage("Hello", timestamp=0),
+    ...              id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z")
     MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')
     """
 
@@ -202,7 +208,7 @@ class MessageEntry(SessionTreeEntry):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ThinkingLevelChangeEntry(SessionTreeEntry):
     """Sets the thinking level from here on.
 
@@ -227,7 +233,7 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
             )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ModelChangeEntry(SessionTreeEntry):
     """Sets the model from here on.
 
@@ -250,7 +256,7 @@ class ModelChangeEntry(SessionTreeEntry):
         _check_str(self, "model_id", self.model_id)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ActiveToolsChangeEntry(SessionTreeEntry):
     """Sets the active tools from here on.
 
@@ -289,7 +295,7 @@ def _check_messages(obj: object, name: str, value: object) -> tuple[AgentMessage
     return value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CompactionEntry(SessionTreeEntry):
     """Replaces the context before it with a summary.
 
@@ -331,7 +337,7 @@ class CompactionEntry(SessionTreeEntry):
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class BranchSummaryEntry(SessionTreeEntry):
     """Summarises the branch the session moved away from.
 
@@ -362,7 +368,7 @@ class BranchSummaryEntry(SessionTreeEntry):
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomEntry(SessionTreeEntry):
     """Application data that is not sent to the model (unless a projector maps it).
 
@@ -384,7 +390,7 @@ class CustomEntry(SessionTreeEntry):
         _check_str(self, "custom_type", self.custom_type)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomMessageEntry(SessionTreeEntry):
     """An application message that is sent to the model as a custom message.
 
@@ -412,7 +418,7 @@ class CustomMessageEntry(SessionTreeEntry):
         _check_bool(self, "display", self.display)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LabelEntry(SessionTreeEntry):
     """Sets (or with ``None`` clears) the label of another entry.
 
@@ -435,7 +441,7 @@ class LabelEntry(SessionTreeEntry):
         _check_opt_str(self, "label", self.label)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class SessionInfoEntry(SessionTreeEntry):
     """Names the session (the last one in the file wins).
 
@@ -455,7 +461,7 @@ class SessionInfoEntry(SessionTreeEntry):
         _check_opt_str(self, "name", self.name)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LeafEntry(SessionTreeEntry):
     """Moves the leaf (where the next entry hangs) to ``target_id``.
 
@@ -475,7 +481,7 @@ class LeafEntry(SessionTreeEntry):
         _check_opt_str(self, "target_id", self.target_id)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class UnknownEntry(SessionTreeEntry):
     """An entry whose ``type`` this version does not know, kept verbatim.
 
@@ -485,7 +491,9 @@ class UnknownEntry(SessionTreeEntry):
             ``parent_id`` and ``timestamp`` must match the attributes. Do not mutate it.
     """
 
-    type: str  # a field here; a fixed property on the known types
+    # A field here, a fixed property on the known types; ``field()`` so the inherited
+    # property is not taken for its default (the field is required and positional).
+    type: str = field()
     data: dict[str, Any]
 
     def __post_init__(self) -> None:
