@@ -578,3 +578,57 @@ def test_json_reader_lines_are_what_python_json_reads(write_session: Write, line
     path = write_session(lines.entry("a", None, custom_type="t", data=data))
     with st.JsonlSessionStorage.open(path, strict=True) as storage:
         assert storage.get_entry("a").data == json.loads(json.dumps(data))
+
+
+def test_values_refused_at_construction_still_load_from_a_file(
+    write_session: Write, lines: Any, tmp_path: pathlib.Path
+) -> None:
+    # Negative counts and costs, an empty provider and model, a non-image mime type: the
+    # constructors refuse them now, but earlier versions wrote them and FORMAT.md only
+    # asks for the types, so the reader keeps every such line (nothing is reported).
+    usage = {"input": -1, "output": 2, "cost": {"input": -0.5, "total": 0.0}}
+    assistant = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "hi"}],
+        "provider": "",
+        "model": "",
+        "usage": usage,
+        "timestamp": 2,
+    }
+    image = {"type": "image", "data": "aGk=", "mime_type": "application/pdf"}
+    path = write_session(
+        lines.entry(
+            "u", None, "message", message={"role": "user", "content": [image], "timestamp": 1}
+        ),
+        lines.entry("a", "u", "message", message=assistant),
+        lines.entry("m", "a", "model_change", provider="", model_id=""),
+        lines.entry(
+            "c",
+            "m",
+            "compaction",
+            summary="s",
+            first_kept_entry_id="u",
+            tokens_before=-7,
+            usage=usage,
+        ),
+        name="s1.jsonl",  # the repo below finds a session by its id
+    )
+    with st.JsonlSessionStorage.open(path) as storage:
+        assert storage.load_report.ok
+        entries = storage.get_entries()
+        assert [e.id for e in entries] == ["u", "a", "m", "c"]
+        c = storage.get_entry("c")
+        assert isinstance(c, st.CompactionEntry) and c.tokens_before == -7
+        a = storage.get_entry("a")
+        assert isinstance(a, st.MessageEntry) and a.message.usage.input == -1  # type: ignore[union-attr]
+        session = st.Session(storage)
+        ctx = session.build_context()
+        assert ctx.messages[0].tokens_before == -7  # type: ignore[union-attr]
+        assert [e.id for e in session.get_branch()] == ["u", "a", "m", "c"]
+        assert session.get_tree()[0].entry.id == "u"
+        assert [e.id for e in st.get_entries_to_fork(storage, "c", "at")] == ["u", "a", "m", "c"]
+        session.append_message(st.UserMessage("next"))
+    repo = st.JsonlSessionRepo(tmp_path)
+    (meta,) = [m for m in repo.list() if m.id == "s1"]
+    with repo.fork(meta) as fork:
+        assert [e.id for e in fork.storage.get_entries()][:4] == ["u", "a", "m", "c"]

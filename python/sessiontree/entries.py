@@ -6,7 +6,10 @@ take the type's own fields by position or keyword, in the documented order, and 
 ``parent_id`` and ``timestamp`` by keyword only (``ModelChangeEntry("anthropic", "claude",
 id=..., parent_id=..., timestamp=...)``); ``__match_args__`` is the type's own fields.
 ``type`` is fixed by the class.  Sequences are stored as tuples; ``details`` and ``data``
-values are stored as given and must not be mutated afterwards.
+values are stored as given and must not be mutated afterwards.  As for messages, a value a
+user can get wrong is refused where it is made (a negative ``tokens_before``, an empty
+``provider`` or ``model_id``, a dict key that is not a ``str`` in ``data``, ``details`` or
+header ``metadata``), while the readers accept what earlier versions wrote.
 
 :func:`entry_to_json` and :func:`entry_from_json` convert one JSONL line to and from an
 entry.  Fields this version does not know (from a newer or foreign writer) are kept on the
@@ -36,7 +39,10 @@ from .messages import (
     AgentMessage,
     Usage,
     _check_bool,
+    _check_count,
     _check_int,
+    _check_json_keys,
+    _check_not_empty,
     _check_opt_str,
     _check_str,
     _corrupt,
@@ -46,6 +52,7 @@ from .messages import (
     _invalid,
     _keep_extra,
     _preview_text,
+    _reading,
     _seal,
     _short,
     _trusted_message_readers,
@@ -253,7 +260,9 @@ class ModelChangeEntry(SessionTreeEntry):
     def __post_init__(self) -> None:
         _check_base(self)
         _check_str(self, "provider", self.provider)
+        _check_not_empty(self, "provider", self.provider)
         _check_str(self, "model_id", self.model_id)
+        _check_not_empty(self, "model_id", self.model_id)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -328,11 +337,13 @@ class CompactionEntry(SessionTreeEntry):
         _check_str(self, "summary", self.summary)
         _check_opt_str(self, "first_kept_entry_id", self.first_kept_entry_id)
         _check_int(self, "tokens_before", self.tokens_before)
+        _check_count(self, "tokens_before", self.tokens_before)
         tail = self.retained_tail
         if tail is not None:
             checked = _check_messages(self, "retained_tail", tail)
             if checked is not tail:
                 object.__setattr__(self, "retained_tail", checked)
+        _check_json_keys(self, "details", self.details)
         _check_usage(self, self.usage)
         _check_bool(self, "from_hook", self.from_hook)
 
@@ -364,6 +375,7 @@ class BranchSummaryEntry(SessionTreeEntry):
         _check_base(self)
         _check_str(self, "from_id", self.from_id)
         _check_str(self, "summary", self.summary)
+        _check_json_keys(self, "details", self.details)
         _check_usage(self, self.usage)
         _check_bool(self, "from_hook", self.from_hook)
 
@@ -388,6 +400,7 @@ class CustomEntry(SessionTreeEntry):
     def __post_init__(self) -> None:
         _check_base(self)
         _check_str(self, "custom_type", self.custom_type)
+        _check_json_keys(self, "data", self.data)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -415,6 +428,7 @@ class CustomMessageEntry(SessionTreeEntry):
         _check_base(self)
         _check_str(self, "custom_type", self.custom_type)
         _check_str(self, "content", self.content)
+        _check_json_keys(self, "details", self.details)
         _check_bool(self, "display", self.display)
 
 
@@ -507,6 +521,7 @@ class UnknownEntry(SessionTreeEntry):
         data = self.data
         if not isinstance(data, dict):
             raise _invalid(self, "data", "a dict", data)
+        _check_json_keys(self, "data", data)
         if (
             data.get("type") != self.type
             or data.get("id") != self.id
@@ -1035,11 +1050,12 @@ def entry_from_dict(d: Any) -> SessionTreeEntry:
         raise _corrupt(f"an entry needs a string 'type', got {_fmt(kind)}")
     spec = _ENTRY_READERS.get(kind)
     try:
-        if spec is None:
-            return UnknownEntry(
-                type=kind, data=d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
-            )
-        entry: SessionTreeEntry = spec[0](d)
+        with _reading():
+            if spec is None:
+                return UnknownEntry(
+                    kind, d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
+                )
+            entry: SessionTreeEntry = spec[0](d)
     except KeyError as exc:
         raise _corrupt(
             f"{kind} entry {_fmt(d.get('id'))} is missing field {exc.args[0]!r}"
@@ -1261,6 +1277,7 @@ class SessionHeader(_Value):
         _check_opt_str(self, "parent_session", self.parent_session)
         if self.metadata is not None and not isinstance(self.metadata, dict):
             raise _invalid(self, "metadata", "a dict or None", self.metadata)
+        _check_json_keys(self, "metadata", self.metadata)
         _check_int(self, "version", self.version)
         if not 1 <= self.version <= FORMAT_VERSION:
             raise SessionError(
@@ -1391,14 +1408,15 @@ def header_from_dict(d: Any) -> SessionHeader:
             f"session format version {version} is newer than this reader (up to {FORMAT_VERSION})"
         )
     try:
-        header = SessionHeader(
-            d["id"],
-            d["timestamp"],
-            d["cwd"],
-            d.get("parent_session"),
-            d.get("metadata"),
-            version,
-        )
+        with _reading():
+            header = SessionHeader(
+                d["id"],
+                d["timestamp"],
+                d["cwd"],
+                d.get("parent_session"),
+                d.get("metadata"),
+                version,
+            )
     except KeyError as exc:
         raise _corrupt(f"session header is missing field {exc.args[0]!r}") from None
     except SessionError as exc:

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal, TypeAlias
 
 from . import _core
-from ._util import iso_to_datetime, now_iso, uuid7
+from ._util import fspath_arg, iso_to_datetime, now_iso, uuid7
 from .entries import (
     LabelEntry,
     LeafEntry,
@@ -1084,14 +1084,7 @@ class JsonlSessionRepo(SessionRepo):
         durability: Durability = "group",
         limits: Limits | None = None,
     ) -> None:
-        if not isinstance(root_dir, (str, os.PathLike)):
-            raise SessionError(
-                "invalid_argument",
-                f"root_dir must be a str or os.PathLike, not {type(root_dir).__name__}",
-            )
-        root = os.fspath(root_dir)
-        if not isinstance(root, str):
-            raise SessionError("invalid_argument", "root_dir must be a str path, not bytes")
+        root = fspath_arg("root_dir", root_dir)
         if durability not in DURABILITY_MODES:
             raise SessionError(
                 "invalid_argument",
