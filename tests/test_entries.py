@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -151,9 +152,106 @@ def test_type_is_not_settable() -> None:
         e.type = "label"
 
 
-def test_constructors_are_keyword_only() -> None:
+def test_base_fields_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        LeafEntry("e1", None, T, "e0")
+        LeafEntry("e1", None, T, "e0")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        LabelEntry("e0", "x", "e1", None, T)  # type: ignore[misc]
+
+
+def positional_pairs() -> list[tuple[SessionTreeEntry, SessionTreeEntry]]:
+    """Each type built with its own fields by position (API.md's order) and by keyword."""
+    return [
+        (
+            MessageEntry(UserMessage("Hello", timestamp=1), **BASE),
+            MessageEntry(message=UserMessage("Hello", timestamp=1), **BASE),
+        ),
+        (
+            ThinkingLevelChangeEntry("high", **BASE),
+            ThinkingLevelChangeEntry(thinking_level="high", **BASE),
+        ),
+        (
+            ModelChangeEntry("anthropic", "claude", **BASE),
+            ModelChangeEntry(provider="anthropic", model_id="claude", **BASE),
+        ),
+        (
+            ActiveToolsChangeEntry(["read"], **BASE),
+            ActiveToolsChangeEntry(active_tool_names=["read"], **BASE),
+        ),
+        (
+            CompactionEntry("sum", "e0", 12, None, {"d": 1}, USAGE, True, **BASE),
+            CompactionEntry(
+                summary="sum",
+                first_kept_entry_id="e0",
+                tokens_before=12,
+                retained_tail=None,
+                details={"d": 1},
+                usage=USAGE,
+                from_hook=True,
+                **BASE,
+            ),
+        ),
+        (
+            BranchSummaryEntry("e0", "tried", [1], USAGE, True, **BASE),
+            BranchSummaryEntry(
+                from_id="e0", summary="tried", details=[1], usage=USAGE, from_hook=True, **BASE
+            ),
+        ),
+        (
+            CustomEntry("bookmark", {"k": 1}, **BASE),
+            CustomEntry(custom_type="bookmark", data={"k": 1}, **BASE),
+        ),
+        (
+            CustomMessageEntry("note", "text", {"x": 1}, False, **BASE),
+            CustomMessageEntry(
+                custom_type="note", content="text", details={"x": 1}, display=False, **BASE
+            ),
+        ),
+        (LabelEntry("e0", "mark", **BASE), LabelEntry(target_id="e0", label="mark", **BASE)),
+        (SessionInfoEntry("name", **BASE), SessionInfoEntry(name="name", **BASE)),
+        (LeafEntry("e0", **BASE), LeafEntry(target_id="e0", **BASE)),
+        (
+            UnknownEntry("future", {"type": "future", **BASE}, **BASE),
+            UnknownEntry(type="future", data={"type": "future", **BASE}, **BASE),
+        ),
+    ]
+
+
+def test_own_fields_are_positional() -> None:
+    pairs = positional_pairs()
+    assert {type(p[0]) for p in pairs} == {type(e) for e in sample_entries()}
+    for by_position, by_keyword in pairs:
+        check_positional(by_position, by_keyword)
+
+
+def check_positional(by_position: SessionTreeEntry, by_keyword: SessionTreeEntry) -> None:
+    assert by_position == by_keyword
+    assert entry_to_json(by_position) == entry_to_json(by_keyword)
+    own = [f.name for f in dataclasses.fields(by_position) if f.init and not f.kw_only]
+    assert type(by_position).__match_args__ == tuple(own)
+    assert not {"id", "parent_id", "timestamp"} & set(own)
+    assert pickle.loads(pickle.dumps(by_position)) == by_position
+    assert copy.copy(by_position) == by_position
+    assert copy.deepcopy(by_position) == by_position
+    if not isinstance(by_position, UnknownEntry):  # its data must carry the same id
+        assert dataclasses.replace(by_position, id="e7") == dataclasses.replace(by_keyword, id="e7")
+
+
+def test_match_by_position() -> None:
+    entry: SessionTreeEntry = ModelChangeEntry("anthropic", "claude", **BASE)
+    match entry:
+        case ModelChangeEntry(provider, model_id):
+            assert (provider, model_id) == ("anthropic", "claude")
+        case _:
+            pytest.fail("ModelChangeEntry did not match by position")
+    match LabelEntry("e0", None, **BASE):
+        case LabelEntry(target, None):
+            assert target == "e0"
+        case _:
+            pytest.fail("LabelEntry did not match by position")
+    assert ModelChangeEntry.__match_args__ == ("provider", "model_id")
+    assert MessageEntry.__match_args__ == ("message",)
+    assert CompactionEntry.__match_args__[:3] == ("summary", "first_kept_entry_id", "tokens_before")
 
 
 def test_base_class_is_abstract() -> None:
@@ -430,8 +528,8 @@ def test_trailing_newline_and_crlf_tolerated() -> None:
 
 @pytest.mark.parametrize(
     "details",
-    [float("nan"), float("inf"), {"x": -float("inf")}, {1, 2}, object(), b"bytes", {(1, 2): 3}],
-    ids=["nan", "inf", "nested-inf", "set", "object", "bytes", "tuple-key"],
+    [float("nan"), float("inf"), {"x": -float("inf")}, {1, 2}, object(), b"bytes"],
+    ids=["nan", "inf", "nested-inf", "set", "object", "bytes"],
 )
 def test_unserialisable_values_refused(details: Any) -> None:
     e = CustomEntry(**BASE, custom_type="k", data=details)
@@ -774,3 +872,62 @@ def test_uuid7_unique_across_threads() -> None:
     assert len(set(every)) == len(every)
     for bucket in out:
         assert bucket == sorted(bucket)
+
+
+# --------------------------------------------------------------------------- values refused
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (
+            lambda: CompactionEntry("s", None, -1, **BASE),
+            "CompactionEntry.tokens_before",
+        ),
+        (lambda: ModelChangeEntry("", "claude", **BASE), "ModelChangeEntry.provider"),
+        (lambda: ModelChangeEntry("anthropic", "", **BASE), "ModelChangeEntry.model_id"),
+        (lambda: CustomEntry("k", {1: "x"}, **BASE), "CustomEntry.data"),
+        (lambda: CustomEntry("k", [{"a": {(1, 2): 3}}], **BASE), "CustomEntry.data"),
+        (
+            lambda: CustomMessageEntry("k", "text", {"a": {2: 1}}, **BASE),
+            "CustomMessageEntry.details",
+        ),
+        (
+            lambda: CompactionEntry("s", None, 1, details={1: 1}, **BASE),
+            "CompactionEntry.details",
+        ),
+        (
+            lambda: BranchSummaryEntry("e0", "s", details={None: 1}, **BASE),
+            "BranchSummaryEntry.details",
+        ),
+        (
+            lambda: UnknownEntry("future", {"type": "future", **BASE, "x": {3: 4}}, **BASE),
+            "UnknownEntry.data",
+        ),
+        (lambda: SessionHeader("s1", T, "/", metadata={"a": {1: 2}}), "SessionHeader.metadata"),
+    ],
+)
+def test_wrong_values_are_refused_where_made(build: Any, field: str) -> None:
+    with pytest.raises(SessionError, match=re.escape(field)) as exc_info:
+        build()
+    assert_code(exc_info, "invalid_argument")
+
+
+def test_old_lines_with_such_values_still_load() -> None:
+    line = {
+        "type": "compaction",
+        **BASE,
+        "summary": "s",
+        "first_kept_entry_id": None,
+        "tokens_before": -5,
+        "usage": {"input": -1, "cost": {"total": -0.25}},
+    }
+    c = entry_from_json(json.dumps(line))
+    assert isinstance(c, CompactionEntry) and c.tokens_before == -5
+    assert c.usage is not None and (c.usage.input, c.usage.cost.total) == (-1, -0.25)
+    assert json.loads(entry_to_json(c))["tokens_before"] == -5
+    m = entry_from_dict({"type": "model_change", **BASE, "provider": "", "model_id": ""})
+    assert isinstance(m, ModelChangeEntry) and (m.provider, m.model_id) == ("", "")
+    # Leniency is for reading only.
+    with pytest.raises(SessionError):
+        ModelChangeEntry("", "", **BASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+import re
 from datetime import datetime, timezone
 from typing import Any
 
@@ -689,3 +690,102 @@ def test_now_iso_format_and_agreement() -> None:
     after = now_ms()
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", text)
     assert before <= iso_to_ms(text) <= after
+
+
+# --------------------------------------------------------------------------- values refused
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: Usage(input=-1), "Usage.input"),
+        (lambda: Usage(output=-1), "Usage.output"),
+        (lambda: Usage(cache_read=-1), "Usage.cache_read"),
+        (lambda: Usage(cache_write=-2), "Usage.cache_write"),
+        (lambda: Usage(total_tokens=-10), "Usage.total_tokens"),
+        (lambda: Cost(input=-0.01), "Cost.input"),
+        (lambda: Cost(output=-1), "Cost.output"),
+        (lambda: Cost(cache_read=-1.0), "Cost.cache_read"),
+        (lambda: Cost(cache_write=-1.0), "Cost.cache_write"),
+        (lambda: Cost(total=-0.5), "Cost.total"),
+        (lambda: Cost(total=float("nan")), "Cost.total"),
+        (lambda: Cost(input=float("inf")), "Cost.input"),
+        (lambda: CompactionSummaryMessage("s", -1), "CompactionSummaryMessage.tokens_before"),
+        (lambda: AssistantMessage([], "", "m"), "AssistantMessage.provider"),
+        (lambda: AssistantMessage([], "p", ""), "AssistantMessage.model"),
+        (lambda: ImageContent("aGk=", "text/plain"), "ImageContent.mime_type"),
+        (lambda: ImageContent("aGk=", "png"), "ImageContent.mime_type"),
+        (lambda: ImageContent("aGk=", ""), "ImageContent.mime_type"),
+        (lambda: ToolCall("c1", "read", {1: "x"}), "ToolCall.arguments"),
+        (lambda: ToolCall("c1", "read", {"a": [{"b": {2.5: 1}}]}), "ToolCall.arguments"),
+        (lambda: ToolCall("c1", "read", {"a": ({(1, 2): 1},)}), "ToolCall.arguments"),
+        (
+            lambda: ToolResultMessage("c1", "read", [], details={None: 1}),
+            "ToolResultMessage.details",
+        ),
+        (lambda: CustomMessage("k", "v", details=[{True: 1}]), "CustomMessage.details"),
+        (lambda: UnknownMessage("x", {"role": "x", "d": {0: 0}}), "UnknownMessage.data"),
+    ],
+)
+def test_wrong_values_are_refused_where_made(build: Any, field: str) -> None:
+    with pytest.raises(SessionError, match=re.escape(field)) as exc_info:
+        build()
+    assert_error(exc_info, "invalid_argument")
+
+
+def test_values_at_the_edges_are_accepted() -> None:
+    assert Usage(0, 0, 0, 0, 0, Cost(0, 0.0, 0, 0, 0.0)) == Usage()
+    assert Cost(total=-0.0).total == 0.0
+    assert ImageContent("aGk=", "image/svg+xml").mime_type == "image/svg+xml"
+    assert ImageContent("aGk=", "IMAGE/PNG").mime_type == "IMAGE/PNG"  # MIME is case-blind
+    shared: dict[str, Any] = {"k": [1, {"deep": None}]}
+    call = ToolCall("c1", "read", {"a": shared, "b": shared, "c": [shared, (shared,)]})
+    assert call.arguments["b"] is shared
+    loop: list[Any] = []
+    loop.append(loop)  # circular: refused at the append, but the key check ends
+    assert CustomMessage("k", "v", details=loop).details is loop
+    assert AssistantMessage([], "p", "m").provider == "p"
+
+
+def test_a_non_str_key_is_not_rewritten_into_a_str() -> None:
+    # json.dumps would store {1: "x"} as {"1": "x"}: the message would not read back.
+    with pytest.raises(SessionError, match=r"ToolCall\.arguments has a dict key 1 of type int"):
+        ToolCall("c1", "read", {"opts": {1: "x"}})
+
+
+def test_files_may_hold_values_users_may_not_construct() -> None:
+    # Earlier versions wrote these and FORMAT.md only asks for the types: they still load.
+    usage = {"input": -1, "output": 2, "cost": {"input": -0.5, "total": 0.0}}
+    m = message_from_dict(
+        {
+            "role": "assistant",
+            "content": [],
+            "provider": "",
+            "model": "",
+            "usage": usage,
+            "timestamp": 0,
+        }
+    )
+    assert isinstance(m, AssistantMessage)
+    assert (m.provider, m.model, m.usage.input, m.usage.cost.input) == ("", "", -1, -0.5)
+    assert message_to_dict(m)["usage"]["input"] == -1
+    image = message_from_dict(
+        {
+            "role": "user",
+            "content": [{"type": "image", "data": "aGk=", "mime_type": "application/pdf"}],
+            "timestamp": 0,
+        }
+    )
+    assert isinstance(image, UserMessage)
+    block = image.content[0]
+    assert isinstance(block, ImageContent) and block.mime_type == "application/pdf"
+    summary = message_from_dict(
+        {"role": "compaction_summary", "summary": "s", "tokens_before": -3, "timestamp": 0}
+    )
+    assert isinstance(summary, CompactionSummaryMessage) and summary.tokens_before == -3
+    # The context of such an entry still builds its summary message.
+    iso = "1970-01-01T00:00:00.000Z"
+    assert create_compaction_summary_message("s", -3, iso).tokens_before == -3
+    # The reading leniency ends with the read.
+    with pytest.raises(SessionError):
+        CompactionSummaryMessage("s", -3, timestamp=0)

@@ -260,6 +260,58 @@ def test_dangling_parent_becomes_a_root(write_session: Write, lines: Any) -> Non
         assert session.get_leaf_id() == "later"
 
 
+@pytest.mark.parametrize("how", ["file", "memory"])
+def test_dangling_parent_reads_as_null_everywhere(
+    write_session: Write, lines: Any, how: str
+) -> None:
+    # FORMAT.md: the entry as returned has ``parent_id`` null; the line stays as written.
+    path = write_session(
+        lines.entry("a", None),
+        lines.user("x", "ghost"),
+        lines.entry("y", "x"),
+        lines.entry("u", "phantom", "future_kind", payload=1),
+    )
+    before = path.read_bytes()
+    if how == "file":
+        storage: st.SessionStorage = st.JsonlSessionStorage.open(path)
+    else:
+        storage = st.InMemorySessionStorage.from_jsonl(before)
+    with storage:
+        report = storage.load_report  # type: ignore[attr-defined]
+        assert [(i.line, i.kind) for i in report.issues] == [
+            (3, "dangling_parent"),
+            (5, "dangling_parent"),
+        ]
+        assert "ghost" in report.issues[0].message and "phantom" in report.issues[1].message
+        x = storage.get_entry("x")
+        assert x is not None and x.parent_id is None
+        unknown = storage.get_entry("u")
+        assert isinstance(unknown, st.UnknownEntry) and unknown.parent_id is None
+        assert st.entry_to_dict(unknown)["parent_id"] is None
+        assert {e.id: e.parent_id for e in storage.get_entries()} == {
+            "a": None,
+            "x": None,
+            "y": "x",
+            "u": None,
+        }
+        assert [e.parent_id for e in storage.get_entries(reverse=True, limit=1)] == [None]
+        assert [e.parent_id for e in storage.find_entries("message")] == [None]
+        assert [(e.id, e.parent_id) for e in storage.get_path_to_root("y")] == [
+            ("x", None),
+            ("y", "x"),
+        ]
+        assert storage.get_path_to_root_or_compaction("y")[0].parent_id is None
+        assert [e.parent_id for e in storage.get_children(None)] == [None, None, None]
+        session = st.Session(storage)
+        assert [(n.entry.id, n.entry.parent_id) for n in session.get_tree()] == [
+            ("a", None),
+            ("x", None),
+            ("u", None),
+        ]
+        assert session.get_branch("y")[0].parent_id is None
+    assert path.read_bytes() == before
+
+
 def test_unknown_leaf_target_leaves_the_leaf(write_session: Write, lines: Any) -> None:
     path = write_session(
         lines.entry("a", None),
@@ -526,3 +578,57 @@ def test_json_reader_lines_are_what_python_json_reads(write_session: Write, line
     path = write_session(lines.entry("a", None, custom_type="t", data=data))
     with st.JsonlSessionStorage.open(path, strict=True) as storage:
         assert storage.get_entry("a").data == json.loads(json.dumps(data))
+
+
+def test_values_refused_at_construction_still_load_from_a_file(
+    write_session: Write, lines: Any, tmp_path: pathlib.Path
+) -> None:
+    # Negative counts and costs, an empty provider and model, a non-image mime type: the
+    # constructors refuse them now, but earlier versions wrote them and FORMAT.md only
+    # asks for the types, so the reader keeps every such line (nothing is reported).
+    usage = {"input": -1, "output": 2, "cost": {"input": -0.5, "total": 0.0}}
+    assistant = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "hi"}],
+        "provider": "",
+        "model": "",
+        "usage": usage,
+        "timestamp": 2,
+    }
+    image = {"type": "image", "data": "aGk=", "mime_type": "application/pdf"}
+    path = write_session(
+        lines.entry(
+            "u", None, "message", message={"role": "user", "content": [image], "timestamp": 1}
+        ),
+        lines.entry("a", "u", "message", message=assistant),
+        lines.entry("m", "a", "model_change", provider="", model_id=""),
+        lines.entry(
+            "c",
+            "m",
+            "compaction",
+            summary="s",
+            first_kept_entry_id="u",
+            tokens_before=-7,
+            usage=usage,
+        ),
+        name="s1.jsonl",  # the repo below finds a session by its id
+    )
+    with st.JsonlSessionStorage.open(path) as storage:
+        assert storage.load_report.ok
+        entries = storage.get_entries()
+        assert [e.id for e in entries] == ["u", "a", "m", "c"]
+        c = storage.get_entry("c")
+        assert isinstance(c, st.CompactionEntry) and c.tokens_before == -7
+        a = storage.get_entry("a")
+        assert isinstance(a, st.MessageEntry) and a.message.usage.input == -1  # type: ignore[union-attr]
+        session = st.Session(storage)
+        ctx = session.build_context()
+        assert ctx.messages[0].tokens_before == -7  # type: ignore[union-attr]
+        assert [e.id for e in session.get_branch()] == ["u", "a", "m", "c"]
+        assert session.get_tree()[0].entry.id == "u"
+        assert [e.id for e in st.get_entries_to_fork(storage, "c", "at")] == ["u", "a", "m", "c"]
+        session.append_message(st.UserMessage("next"))
+    repo = st.JsonlSessionRepo(tmp_path)
+    (meta,) = [m for m in repo.list() if m.id == "s1"]
+    with repo.fork(meta) as fork:
+        assert [e.id for e in fork.storage.get_entries()][:4] == ["u", "a", "m", "c"]

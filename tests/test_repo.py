@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -274,11 +275,12 @@ def make_dated(repo: SessionRepo, cwd: str, created_name: str, stamps: list[str]
 
 
 def test_list_order_filter_limit(repo: SessionRepo, tmp_path: pathlib.Path) -> None:
-    make_dated(repo, "/a", "old", ["2026-01-01T00:00:00.000Z"])
-    make_dated(repo, "/b", "newest", ["2026-01-01T00:00:00.000Z", "2026-03-01T00:00:00.000Z"])
-    make_dated(repo, "/a", "middle", ["2026-02-01T00:00:00.000Z"])
+    # Entry times after the headers' (now), so the newest entry decides ``modified``.
+    make_dated(repo, "/a", "old", ["2099-01-01T00:00:00.000Z"])
+    make_dated(repo, "/b", "newest", ["2099-01-01T00:00:00.000Z", "2099-03-01T00:00:00.000Z"])
+    make_dated(repo, "/a", "middle", ["2099-02-01T00:00:00.000Z"])
     # An older entry appended later does not make the session newer: newest entry wins.
-    make_dated(repo, "/a/", "mixed", ["2026-01-15T00:00:00.000Z", "2025-06-01T00:00:00.000Z"])
+    make_dated(repo, "/a/", "mixed", ["2099-01-15T00:00:00.000Z", "2098-06-01T00:00:00.000Z"])
     assert [m.id for m in repo.list()] == ["newest", "middle", "mixed", "old"]
     assert [m.id for m in repo.list(cwd="/a")] == ["middle", "mixed", "old"]
     assert [m.id for m in repo.list(cwd=pathlib.Path("/a/"))] == ["middle", "mixed", "old"]
@@ -289,9 +291,38 @@ def test_list_order_filter_limit(repo: SessionRepo, tmp_path: pathlib.Path) -> N
     assert repo.list(limit=0) == []
     assert len(repo.list(limit=100)) == 4
     by_id = {m.id: m for m in repo.list()}
-    assert by_id["newest"].modified == utc("2026-03-01T00:00:00.000Z")
-    assert by_id["mixed"].modified == utc("2026-01-15T00:00:00.000Z")
+    assert by_id["newest"].modified == utc("2099-03-01T00:00:00.000Z")
+    assert by_id["mixed"].modified == utc("2099-01-15T00:00:00.000Z")
     assert by_id["old"].created is not None and by_id["old"].created.tzinfo is timezone.utc
+
+
+def test_modified_is_never_before_the_header(repo: SessionRepo) -> None:
+    # Entries older than the header (copied, or from a skewed clock): ``modified`` is the
+    # header's time, the later of the two.
+    sid = make_dated(repo, "/a", "skewed", ["2001-01-01T00:00:00.000Z"])
+    (meta,) = repo.list()
+    assert meta.id == sid and meta.created is not None
+    assert meta.modified == meta.created > utc("2001-01-01T00:00:00.000Z")
+
+
+def test_fresh_fork_lists_first(repo: SessionRepo) -> None:
+    with repo.create(cwd="/w", session_id="src") as s:
+        first = at(s, "2026-01-01T00:00:00.000Z", user("one"))
+        at(s, "2026-06-01T00:00:00.000Z", user("two"))
+    with repo.create(cwd="/w", session_id="other") as s:
+        at(s, "2026-03-01T00:00:00.000Z", user("three"))
+    # The fork copies only the oldest entry, but it was made now: the newest session.
+    time.sleep(0.002)  # header times have millisecond resolution
+    with repo.fork("src", entry_id=first, position="at") as fork:
+        fork_id = fork.id
+        created = utc(fork.storage.get_metadata().timestamp)
+        assert [e.id for e in dump(fork)] == [first]
+    rows = repo.list()
+    assert rows[0].id == fork_id and {m.id for m in rows[1:]} == {"src", "other"}
+    assert rows[0].modified == rows[0].created == created
+    # The sources' entries are older than their headers too.
+    assert all(m.modified == m.created for m in rows)
+    assert [m.id for m in repo.list(cwd="/w", limit=1)] == [fork_id]
 
 
 @pytest.mark.parametrize("limit", [-1, True, 1.5, "3"])
@@ -668,12 +699,52 @@ def test_get_entries_to_fork_matches_repo_fork(repo: SessionRepo) -> None:
             chosen = get_entries_to_fork(src.storage, entry_id, position)  # type: ignore[arg-type]
             with repo.fork(sid, entry_id=entry_id, position=position) as f:  # type: ignore[arg-type]
                 forked = dump(f)
-            assert len(chosen) == len(forked)
-            for a, b in zip(chosen, forked, strict=True):
-                if a.id in ids.values():
-                    assert a == b
-                else:  # an appended label/name/leaf entry: fresh id and time
-                    assert (a.type, a.parent_id is None) == (b.type, b.parent_id is None)
+            # The fork holds the chosen source entries, then what carries labels, the name
+            # and the leaf over (fresh ids).
+            assert forked[: len(chosen)] == chosen
+            for e in chosen:  # only source entries, with their ids and times
+                source_entry = src.get_entry(e.id)
+                assert source_entry is not None and source_entry.timestamp == e.timestamp
+            assert {e.type for e in forked[len(chosen) :]} <= {"label", "session_info", "leaf"}
+            assert not {e.id for e in forked[len(chosen) :]} & set(ids.values())
+
+
+def test_get_entries_to_fork_before_a_non_message_is_its_parents_path(
+    repo: SessionRepo,
+) -> None:
+    sid, ids = build_labels_and_compaction(repo)
+    with repo.open(sid) as src:
+        storage = src.storage
+        for target in ("l_u1", "l_a2", "c", "l_u3"):
+            entry = storage.get_entry(ids[target])
+            assert entry is not None and entry.parent_id is not None
+            path = storage.get_path_to_root_or_compaction(entry.parent_id)
+            if target == "l_u1":
+                # Source labels and name differ from the path's (u1 relabelled, u2
+                # labelled, renamed later), which the fork must not fake into this list.
+                assert [e.id for e in path] == [ids["info"], ids["u1"], ids["a1"], ids["u2"]]
+            if target == "l_u3":
+                # The path starts at the compaction's first kept entry u2 and runs through
+                # l_u1, whose target u1 is before the cut: that label entry is left out (a
+                # dangling reference) and a2 hangs from u2 instead.
+                assert ids["l_u1"] in [e.id for e in path]
+                path = [e for e in path if e.id != ids["l_u1"]]
+            for where in (storage, DelegatingStorage(storage)):
+                chosen = get_entries_to_fork(where, ids[target], "before")
+                assert [e.id for e in chosen] == [e.id for e in path], target
+                assert [e.timestamp for e in chosen] == [e.timestamp for e in path]
+                assert chosen[0].parent_id is None
+                assert_self_contained(chosen)
+    # fork() still carries labels and the name over, by appending entries after the copy.
+    with repo.fork(sid, entry_id=ids["l_u1"]) as f:
+        entries = dump(f)
+        assert [e.id for e in entries[:4]] == [ids["info"], ids["u1"], ids["a1"], ids["u2"]]
+        extras = entries[4:]
+        assert [e.type for e in extras] == ["label", "label", "session_info", "leaf"]
+        assert extras[0].parent_id == ids["u2"]
+        assert f.storage.get_labels() == {ids["u1"]: "new", ids["u2"]: "late"}
+        assert f.get_session_name() == "after rename"
+        assert f.get_leaf_id() == ids["u2"]
 
 
 class DelegatingStorage(st.SessionStorage):
@@ -752,11 +823,7 @@ def test_get_entries_to_fork_on_a_python_storage() -> None:
         ]:
             fast = get_entries_to_fork(src.storage, entry_id, position)  # type: ignore[arg-type]
             slow = get_entries_to_fork(generic, entry_id, position)  # type: ignore[arg-type]
-            assert [(e.type, e.parent_id is None) for e in fast] == [
-                (e.type, e.parent_id is None) for e in slow
-            ]
-            known = set(ids.values())
-            assert [e for e in fast if e.id in known] == [e for e in slow if e.id in known]
+            assert fast == slow
             # Appending the result to an empty storage reproduces a valid session.
             copy = st.InMemorySessionStorage()
             for e in slow:

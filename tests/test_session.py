@@ -905,3 +905,23 @@ def test_tree_nodes_pickle_and_copy(backend: Any, msgs: Any) -> None:
     for value in (session.build_context(), session.get_session_stats()):
         assert pickle.loads(pickle.dumps(value)) == value
     session.close()
+
+
+def test_wrong_values_are_refused_and_nothing_is_written(backend: Any) -> None:
+    with backend.session() as session:
+        first = session.append_custom_entry("k", {"ok": 1})
+        for call, field in [
+            (lambda: session.append_model_change("", "claude"), "provider"),
+            (lambda: session.append_model_change("anthropic", ""), "model_id"),
+            # Today's json would store {1: "x"} as {"1": "x"}.
+            (lambda: session.append_custom_entry("k", {1: "x"}), "CustomEntry.data"),
+            (
+                lambda: session.append_custom_message_entry("k", "t", details={"a": {2: 0}}),
+                "CustomMessageEntry.details",
+            ),
+            (lambda: session.append_compaction("s", first, -1), "tokens_before"),
+        ]:
+            with pytest.raises(st.SessionError, match=field) as exc:
+                call()
+            assert exc.value.code == "invalid_argument"
+        assert len(session.storage) == 1 and session.get_leaf_id() == first

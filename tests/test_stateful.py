@@ -263,7 +263,11 @@ class SessionMachine(RuleBasedStateMachine):
             self.each(lambda s: s.append_thinking_level_change(level)), "thinking", level=level
         )
 
-    @rule(provider=hs.sampled_from(["p1", "p2"]), model_id=texts)
+    # A model id is a non-empty str (the empty one is refused when the entry is made).
+    @rule(
+        provider=hs.sampled_from(["p1", "p2"]),
+        model_id=hs.text(alphabet=hs.characters(codec="utf-8"), min_size=1, max_size=6),
+    )
     def model_change(self, provider: str, model_id: str) -> None:
         new = self.each(lambda s: s.append_model_change(provider, model_id))
         self.model.add(new, "model", provider=provider, model_id=model_id)

@@ -706,3 +706,21 @@ def test_constructing_from_a_path_points_to_the_factories(tmp_path: pathlib.Path
         st.JsonlSessionStorage(tmp_path / "s.jsonl")  # type: ignore[arg-type]
     assert code_of(exc) == "invalid_argument"
     assert "open" in str(exc.value) and "create" in str(exc.value)
+
+
+@pytest.mark.parametrize("bad", [123, None, b"s.jsonl", ["s.jsonl"]])
+def test_path_arguments_must_be_str_or_pathlike(tmp_path: pathlib.Path, bad: Any) -> None:
+    calls = [
+        lambda: st.JsonlSessionStorage.open(bad),
+        lambda: st.JsonlSessionStorage.create(bad),
+        lambda: st.JsonlSessionRepo(bad),
+    ]
+    for call in calls:
+        with pytest.raises(st.SessionError) as exc:
+            call()
+        assert exc.value.code == "invalid_argument"
+        assert "path" in exc.value.message or "root_dir" in exc.value.message
+    # A PathLike works everywhere.
+    with st.JsonlSessionStorage.create(tmp_path / "ok.jsonl") as storage:
+        assert storage.path == str(tmp_path / "ok.jsonl")
+    st.JsonlSessionStorage.open(tmp_path / "ok.jsonl", readonly=True).close()

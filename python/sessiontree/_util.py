@@ -22,6 +22,22 @@ if TYPE_CHECKING:
 __all__ = ["iso_to_datetime", "iso_to_ms", "ms_to_iso", "now_iso", "now_ms", "uuid7"]
 
 
+def fspath_arg(name: str, value: object) -> str:
+    """``os.fspath(value)`` for a path argument, or ``invalid_argument`` naming ``name``.
+
+    API.md: paths may be ``str`` or ``os.PathLike`` (of str); anything else, bytes
+    included, is refused here rather than as a bare ``TypeError`` from deep inside.
+    """
+    if isinstance(value, (str, os.PathLike)):
+        text = os.fspath(value)
+        if isinstance(text, str):
+            return text
+        raise SessionError("invalid_argument", f"{name} must be a str path, not bytes")
+    raise SessionError(
+        "invalid_argument", f"{name} must be a str or os.PathLike, not {type(value).__name__}"
+    )
+
+
 # ``datetime`` and the timestamp regex are loaded on first use: stamping an append only
 # needs ``now_iso``, which formats the time itself, and loading both costs a few percent
 # of ``import sessiontree``.

@@ -2,8 +2,14 @@
 
 Every entry is an immutable value (a frozen, slotted dataclass, equal by value) with the
 attributes ``type``, ``id``, ``parent_id`` and ``timestamp`` (ISO-8601 text).  Constructors
-take keyword arguments only; ``type`` is fixed by the class.  Sequences are stored as tuples;
-``details`` and ``data`` values are stored as given and must not be mutated afterwards.
+take the type's own fields by position or keyword, in the documented order, and ``id``,
+``parent_id`` and ``timestamp`` by keyword only (``ModelChangeEntry("anthropic", "claude",
+id=..., parent_id=..., timestamp=...)``); ``__match_args__`` is the type's own fields.
+``type`` is fixed by the class.  Sequences are stored as tuples; ``details`` and ``data``
+values are stored as given and must not be mutated afterwards.  As for messages, a value a
+user can get wrong is refused where it is made (a negative ``tokens_before``, an empty
+``provider`` or ``model_id``, a dict key that is not a ``str`` in ``data``, ``details`` or
+header ``metadata``), while the readers accept what earlier versions wrote.
 
 :func:`entry_to_json` and :func:`entry_from_json` convert one JSONL line to and from an
 entry.  Fields this version does not know (from a newer or foreign writer) are kept on the
@@ -23,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from ._util import now_iso, uuid7
@@ -33,7 +39,10 @@ from .messages import (
     AgentMessage,
     Usage,
     _check_bool,
+    _check_count,
     _check_int,
+    _check_json_keys,
+    _check_not_empty,
     _check_opt_str,
     _check_str,
     _corrupt,
@@ -43,6 +52,7 @@ from .messages import (
     _invalid,
     _keep_extra,
     _preview_text,
+    _reading,
     _seal,
     _short,
     _trusted_message_readers,
@@ -146,6 +156,9 @@ def _check_usage(obj: object, value: object) -> None:
 class SessionTreeEntry(_Value):
     """The common base of every entry; not instantiated directly.
 
+    Its fields are keyword-only (``kw_only`` here), so a concrete entry type's own fields,
+    declared without ``kw_only``, are its positional parameters.
+
     Attributes:
         type: the entry's JSON ``type`` (fixed per class).
         id: the entry id, unique within the session (1-256 UTF-8 bytes).
@@ -170,7 +183,7 @@ class SessionTreeEntry(_Value):
         _check_base(self)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class MessageEntry(SessionTreeEntry):
     """An entry holding one conversation message.
 
@@ -178,8 +191,8 @@ class MessageEntry(SessionTreeEntry):
         message: the :data:`~sessiontree.messages.AgentMessage`.
 
     >>> from sessiontree.messages import UserMessage
-    >>> MessageEntry(id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z",
-    ...              message=UserMessage("Hello", timestamp=0))
+    >>> MessageEntry(UserMessage("Hello", timestamp=0),
+    ...              id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z")
     MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')
     """
 
@@ -202,7 +215,7 @@ class MessageEntry(SessionTreeEntry):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ThinkingLevelChangeEntry(SessionTreeEntry):
     """Sets the thinking level from here on.
 
@@ -227,7 +240,7 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
             )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ModelChangeEntry(SessionTreeEntry):
     """Sets the model from here on.
 
@@ -247,10 +260,12 @@ class ModelChangeEntry(SessionTreeEntry):
     def __post_init__(self) -> None:
         _check_base(self)
         _check_str(self, "provider", self.provider)
+        _check_not_empty(self, "provider", self.provider)
         _check_str(self, "model_id", self.model_id)
+        _check_not_empty(self, "model_id", self.model_id)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ActiveToolsChangeEntry(SessionTreeEntry):
     """Sets the active tools from here on.
 
@@ -289,7 +304,7 @@ def _check_messages(obj: object, name: str, value: object) -> tuple[AgentMessage
     return value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CompactionEntry(SessionTreeEntry):
     """Replaces the context before it with a summary.
 
@@ -322,16 +337,18 @@ class CompactionEntry(SessionTreeEntry):
         _check_str(self, "summary", self.summary)
         _check_opt_str(self, "first_kept_entry_id", self.first_kept_entry_id)
         _check_int(self, "tokens_before", self.tokens_before)
+        _check_count(self, "tokens_before", self.tokens_before)
         tail = self.retained_tail
         if tail is not None:
             checked = _check_messages(self, "retained_tail", tail)
             if checked is not tail:
                 object.__setattr__(self, "retained_tail", checked)
+        _check_json_keys(self, "details", self.details)
         _check_usage(self, self.usage)
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class BranchSummaryEntry(SessionTreeEntry):
     """Summarises the branch the session moved away from.
 
@@ -358,11 +375,12 @@ class BranchSummaryEntry(SessionTreeEntry):
         _check_base(self)
         _check_str(self, "from_id", self.from_id)
         _check_str(self, "summary", self.summary)
+        _check_json_keys(self, "details", self.details)
         _check_usage(self, self.usage)
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomEntry(SessionTreeEntry):
     """Application data that is not sent to the model (unless a projector maps it).
 
@@ -382,9 +400,10 @@ class CustomEntry(SessionTreeEntry):
     def __post_init__(self) -> None:
         _check_base(self)
         _check_str(self, "custom_type", self.custom_type)
+        _check_json_keys(self, "data", self.data)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomMessageEntry(SessionTreeEntry):
     """An application message that is sent to the model as a custom message.
 
@@ -409,10 +428,11 @@ class CustomMessageEntry(SessionTreeEntry):
         _check_base(self)
         _check_str(self, "custom_type", self.custom_type)
         _check_str(self, "content", self.content)
+        _check_json_keys(self, "details", self.details)
         _check_bool(self, "display", self.display)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LabelEntry(SessionTreeEntry):
     """Sets (or with ``None`` clears) the label of another entry.
 
@@ -435,7 +455,7 @@ class LabelEntry(SessionTreeEntry):
         _check_opt_str(self, "label", self.label)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class SessionInfoEntry(SessionTreeEntry):
     """Names the session (the last one in the file wins).
 
@@ -455,7 +475,7 @@ class SessionInfoEntry(SessionTreeEntry):
         _check_opt_str(self, "name", self.name)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LeafEntry(SessionTreeEntry):
     """Moves the leaf (where the next entry hangs) to ``target_id``.
 
@@ -475,7 +495,7 @@ class LeafEntry(SessionTreeEntry):
         _check_opt_str(self, "target_id", self.target_id)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class UnknownEntry(SessionTreeEntry):
     """An entry whose ``type`` this version does not know, kept verbatim.
 
@@ -485,7 +505,9 @@ class UnknownEntry(SessionTreeEntry):
             ``parent_id`` and ``timestamp`` must match the attributes. Do not mutate it.
     """
 
-    type: str  # a field here; a fixed property on the known types
+    # A field here, a fixed property on the known types; ``field()`` so the inherited
+    # property is not taken for its default (the field is required and positional).
+    type: str = field()
     data: dict[str, Any]
 
     def __post_init__(self) -> None:
@@ -499,6 +521,7 @@ class UnknownEntry(SessionTreeEntry):
         data = self.data
         if not isinstance(data, dict):
             raise _invalid(self, "data", "a dict", data)
+        _check_json_keys(self, "data", data)
         if (
             data.get("type") != self.type
             or data.get("id") != self.id
@@ -1027,11 +1050,12 @@ def entry_from_dict(d: Any) -> SessionTreeEntry:
         raise _corrupt(f"an entry needs a string 'type', got {_fmt(kind)}")
     spec = _ENTRY_READERS.get(kind)
     try:
-        if spec is None:
-            return UnknownEntry(
-                type=kind, data=d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
-            )
-        entry: SessionTreeEntry = spec[0](d)
+        with _reading():
+            if spec is None:
+                return UnknownEntry(
+                    kind, d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
+                )
+            entry: SessionTreeEntry = spec[0](d)
     except KeyError as exc:
         raise _corrupt(
             f"{kind} entry {_fmt(d.get('id'))} is missing field {exc.args[0]!r}"
@@ -1253,6 +1277,7 @@ class SessionHeader(_Value):
         _check_opt_str(self, "parent_session", self.parent_session)
         if self.metadata is not None and not isinstance(self.metadata, dict):
             raise _invalid(self, "metadata", "a dict or None", self.metadata)
+        _check_json_keys(self, "metadata", self.metadata)
         _check_int(self, "version", self.version)
         if not 1 <= self.version <= FORMAT_VERSION:
             raise SessionError(
@@ -1383,14 +1408,15 @@ def header_from_dict(d: Any) -> SessionHeader:
             f"session format version {version} is newer than this reader (up to {FORMAT_VERSION})"
         )
     try:
-        header = SessionHeader(
-            d["id"],
-            d["timestamp"],
-            d["cwd"],
-            d.get("parent_session"),
-            d.get("metadata"),
-            version,
-        )
+        with _reading():
+            header = SessionHeader(
+                d["id"],
+                d["timestamp"],
+                d["cwd"],
+                d.get("parent_session"),
+                d.get("metadata"),
+                version,
+            )
     except KeyError as exc:
         raise _corrupt(f"session header is missing field {exc.args[0]!r}") from None
     except SessionError as exc:

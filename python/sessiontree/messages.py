@@ -5,6 +5,13 @@ keyword-constructible.  List arguments (content blocks) are stored as tuples; di
 (``ToolCall.arguments``, ``details``) are stored as given and must not be mutated afterwards.
 ``timestamp`` is Unix milliseconds and defaults to now.
 
+Constructors refuse, with ``SessionError("invalid_argument")`` naming the field, a value of
+the wrong type and a value a user can get wrong: a negative token count or cost (or a NaN
+or infinite cost), an empty ``provider`` or ``model``, an :class:`ImageContent` whose
+``mime_type`` is not ``image/...``, and a dict key that is not a ``str`` anywhere in tool
+arguments or ``details`` (JSON would silently turn ``1`` into ``"1"``).  Reading is more
+lenient: a file written by an earlier version may hold such values, and they load.
+
 :func:`message_to_dict` and :func:`message_from_dict` convert to and from the JSON shapes of
 FORMAT.md.  Fields this version does not know (written by a newer or foreign writer) are kept
 on the object, take no part in equality, and are written back after the known fields.
@@ -21,7 +28,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import reprlib
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
@@ -160,6 +170,87 @@ def _check_int(obj: object, name: str, value: object) -> None:
 def _check_bool(obj: object, name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise _invalid(obj, name, "a bool", value)
+
+
+# --- values a user can get wrong -------------------------------------------------------
+#
+# Beyond its type, a value a user constructs is refused if it is wrong in a way FORMAT.md's
+# types do not say (a negative token count, an empty provider, an image that is not an
+# image, a dict key JSON would rewrite). A file may hold such values, though: earlier
+# versions wrote them and FORMAT.md only asks for the types, so the readers
+# (``message_from_dict``, ``entry_from_dict``, ``header_from_dict`` and the ``create_*``
+# helpers, which build from an entry) construct under ``_reading()``, which lets them
+# through. The engine's trusted readers skip the constructors, so they are lenient too.
+
+_READING: Final[ContextVar[bool]] = ContextVar("sessiontree_reading", default=False)
+_MAX_FLOAT: Final = sys.float_info.max
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    """Construct values from a file: only types are checked (see above)."""
+    token = _READING.set(True)
+    try:
+        yield
+    finally:
+        _READING.reset(token)
+
+
+def _check_count(obj: object, name: str, value: int) -> None:
+    """``value`` (already an int) must not be negative."""
+    if value < 0 and not _READING.get():
+        raise SessionError(
+            "invalid_argument", f"{type(obj).__name__}.{name} must not be negative, got {value}"
+        )
+
+
+def _check_not_empty(obj: object, name: str, value: str) -> None:
+    """``value`` (already a str) must not be empty."""
+    if not value and not _READING.get():
+        raise SessionError("invalid_argument", f"{type(obj).__name__}.{name} must not be empty")
+
+
+_CONTAINERS: Final = (dict, list, tuple)
+
+
+def _check_json_keys(obj: object, name: str, value: object) -> None:
+    """Refuse a dict key that is not a str, at any depth.
+
+    ``json`` writes ``{1: "x"}`` as ``{"1": "x"}`` (and ``True`` as ``"true"``), so the value
+    would silently read back different; a tuple key fails only at the append. Only the
+    containers are walked (iteratively, each once, so shared or circular data ends), and
+    only for values a user constructs: keys read from JSON are always strings.
+    """
+    if value.__class__ is dict:
+        # The common case, a flat dict of str keys, without the walk's allocations.
+        for k, item in value.items():
+            if k.__class__ is not str or isinstance(item, _CONTAINERS):
+                break
+        else:
+            return
+    elif not isinstance(value, _CONTAINERS):
+        return
+    if _READING.get():
+        return
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, dict):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise SessionError(
+                        "invalid_argument",
+                        f"{type(obj).__name__}.{name} has a dict key {_nested_repr.repr(k)} "
+                        f"of type {type(k).__name__}; JSON object keys must be str",
+                    )
+                if isinstance(item, _CONTAINERS):
+                    stack.append(item)
+        else:
+            stack.extend([item for item in v if isinstance(item, _CONTAINERS)])
 
 
 def _as_tuple(
@@ -318,6 +409,12 @@ class ImageContent(_Value):
     def __post_init__(self) -> None:
         _check_str(self, "data", self.data)
         _check_str(self, "mime_type", self.mime_type)
+        if self.mime_type[:6].lower() != "image/" and not _READING.get():
+            raise SessionError(
+                "invalid_argument",
+                f"ImageContent.mime_type must be an image type (image/...), "
+                f"got {_fmt(self.mime_type)}",
+            )
 
     def __repr__(self) -> str:
         # The payload is base64 and often megabytes long; its size is what is useful here.
@@ -351,6 +448,7 @@ class ToolCall(_Value):
         _check_str(self, "name", self.name)
         if not isinstance(self.arguments, dict):
             raise _invalid(self, "arguments", "a dict", self.arguments)
+        _check_json_keys(self, "arguments", self.arguments)
 
 
 ContentBlock: TypeAlias = TextContent | ThinkingContent | ImageContent | ToolCall
@@ -386,14 +484,20 @@ class Cost(_Value):
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_read", "cache_write", "total"):
             value = getattr(self, name)
-            if type(value) is float:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise _invalid(self, name, "a float", value)
-            try:
-                object.__setattr__(self, name, float(value))
-            except OverflowError:
-                raise _invalid(self, name, "a float in range", value) from None
+            if type(value) is not float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise _invalid(self, name, "a float", value)
+                try:
+                    value = float(value)
+                except OverflowError:
+                    raise _invalid(self, name, "a float in range", value) from None
+                object.__setattr__(self, name, value)
+            # Also refuses NaN and infinities, which JSON cannot carry.
+            if not 0.0 <= value <= _MAX_FLOAT and not _READING.get():
+                raise SessionError(
+                    "invalid_argument",
+                    f"Cost.{name} must be a finite number >= 0, got {value!r}",
+                )
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -417,6 +521,15 @@ class Usage(_Value):
         _check_int(self, "cache_read", self.cache_read)
         _check_int(self, "cache_write", self.cache_write)
         _check_int(self, "total_tokens", self.total_tokens)
+        if (
+            self.input < 0
+            or self.output < 0
+            or self.cache_read < 0
+            or self.cache_write < 0
+            or self.total_tokens < 0
+        ):
+            for name in ("input", "output", "cache_read", "cache_write", "total_tokens"):
+                _check_count(self, name, getattr(self, name))
         if not isinstance(self.cost, Cost):
             raise _invalid(self, "cost", "a Cost", self.cost)
 
@@ -499,7 +612,9 @@ timestamp=0)
         if blocks is not self.content:
             object.__setattr__(self, "content", blocks)
         _check_str(self, "provider", self.provider)
+        _check_not_empty(self, "provider", self.provider)
         _check_str(self, "model", self.model)
+        _check_not_empty(self, "model", self.model)
         _check_opt_str(self, "api", self.api)
         if not isinstance(self.usage, Usage):
             raise _invalid(self, "usage", "a Usage", self.usage)
@@ -549,6 +664,7 @@ content=[TextContent(text='# README')], timestamp=0)
         if blocks is not self.content:
             object.__setattr__(self, "content", blocks)
         _check_bool(self, "is_error", self.is_error)
+        _check_json_keys(self, "details", self.details)
         _check_int(self, "timestamp", self.timestamp)
 
 
@@ -582,6 +698,7 @@ class CustomMessage(_Value):
         _check_str(self, "custom_type", self.custom_type)
         _check_str(self, "content", self.content)
         _check_bool(self, "display", self.display)
+        _check_json_keys(self, "details", self.details)
         _check_int(self, "timestamp", self.timestamp)
 
 
@@ -610,6 +727,7 @@ class CompactionSummaryMessage(_Value):
     def __post_init__(self) -> None:
         _check_str(self, "summary", self.summary)
         _check_int(self, "tokens_before", self.tokens_before)
+        _check_count(self, "tokens_before", self.tokens_before)
         _check_int(self, "timestamp", self.timestamp)
 
 
@@ -666,6 +784,7 @@ class UnknownMessage(_Value):
             )
         if not isinstance(self.data, dict):
             raise _invalid(self, "data", "a dict", self.data)
+        _check_json_keys(self, "data", self.data)
         if self.data.get("role") != self.role:
             raise SessionError(
                 "invalid_argument",
@@ -1127,10 +1246,11 @@ def message_from_dict(d: Any) -> AgentMessage:
     if not isinstance(role, str):
         raise _corrupt(f"a message needs a string 'role', got {role!r}")
     reader = _MESSAGE_READERS.get(role)
-    if reader is None:
-        return UnknownMessage(role, d)
     try:
-        message: AgentMessage = reader(d)
+        with _reading():
+            if reader is None:
+                return UnknownMessage(role, d)
+            message: AgentMessage = reader(d)
     except KeyError as exc:
         raise _corrupt(f"{role} message is missing field {exc.args[0]!r}") from None
     except SessionError as exc:
@@ -1432,7 +1552,11 @@ def create_compaction_summary_message(
     >>> create_compaction_summary_message("S", 9, "1970-01-01T00:00:00.002Z").timestamp
     2
     """
-    return CompactionSummaryMessage(summary, tokens_before, iso_to_ms(timestamp))
+    ms = iso_to_ms(timestamp)
+    # The values come from an entry, checked when it was made; one read from an older
+    # file may hold a negative count, and its context must still build.
+    with _reading():
+        return CompactionSummaryMessage(summary, tokens_before, ms)
 
 
 def create_branch_summary_message(

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal, TypeAlias
 
 from . import _core
-from ._util import iso_to_datetime, now_iso, uuid7
+from ._util import fspath_arg, iso_to_datetime, now_iso, uuid7
 from .entries import (
     LabelEntry,
     LeafEntry,
@@ -83,7 +83,8 @@ _SESSION_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SUFFIX: Final = ".jsonl"
 _CACHE_NAME: Final = ".sessiontree-list-cache.json"
 _CACHE_FORMAT: Final = "sessiontree-list-cache"
-_CACHE_VERSION: Final = 1
+# 2: ``modified`` is no earlier than ``created`` (version 1 rows may be).
+_CACHE_VERSION: Final = 2
 # A cache bigger than this is not ours (a row is a few hundred bytes).
 _CACHE_MAX_BYTES: Final = 256 << 20
 _MIN_TIME: Final = datetime.min.replace(tzinfo=timezone.utc)
@@ -257,7 +258,14 @@ def _metadata_from_engine(
     parent = header.get("parent_session")
     created = _parse_time(header.get("timestamp"))
     newest = engine.newest_timestamp()
-    modified = (_parse_time(newest) if newest is not None else None) or created
+    newest_time = None if newest is None else _parse_time(newest)
+    # API.md: the later of the header's time and the newest entry's, so a fresh fork (its
+    # copied entries are older than its header) lists first.
+    modified = (
+        newest_time
+        if created is None or (newest_time is not None and newest_time > created)
+        else created
+    )
     entry_count, message_count, user_count = engine.stats()[:3]
     first_message: str | None = None
     if user_count:
@@ -618,7 +626,7 @@ def _storage_fork_entries(
             d["parent_id"] = want
             e = entry_from_dict(d)
         out.append(e)
-    out.extend(plan.extras)
+    # Only source entries: the label/name/leaf entries of ``plan.extras`` are fork()'s.
     return out
 
 
@@ -627,21 +635,19 @@ def get_entries_to_fork(
     entry_id: str | None = None,
     position: ForkPosition = "before",
 ) -> list[SessionTreeEntry]:
-    """The entries a fork of ``storage`` holds, in the order they are written.
+    """The source entries a fork of ``storage`` copies, in the order they are written.
 
-    - No ``entry_id``: every entry (a full copy; the fork's leaf is the source's leaf).
+    - No ``entry_id``: every entry (a full copy).
     - ``position="at"``: ``get_path_to_root_or_compaction(entry_id)``.
     - ``position="before"``: the same path for the target's parent (nothing when it has
       none); a target that is a message must be a user message.
 
-    Ids and timestamps are kept. The result is self-contained: the first copied entry is
-    a root and no ``parent_id`` points outside the copy; a ``label`` or ``leaf`` entry
-    whose target is not copied is left out and what hung under it is re-attached to its
-    nearest copied ancestor. Labels of copied entries and the session name end up as in
-    the source: where the copied ``label``/``session_info`` entries do not already say so,
-    entries are appended (new ids, current time), then a ``leaf`` entry if the leaf would
-    otherwise not be where it belongs (the last path entry, or the source's leaf for a full
-    copy). Appending the result in order to an empty storage reproduces the fork.
+    Only entries of the source are returned, with their ids and timestamps. The result is
+    self-contained: the first copied entry is a root and no ``parent_id`` points outside
+    the copy; a ``label`` or ``leaf`` entry whose target is not copied is left out and
+    what hung under it is re-attached to its nearest copied ancestor. Labels and the
+    session name are *not* reconciled here: :meth:`SessionRepo.fork` appends the
+    ``label``/``session_info``/``leaf`` entries that do that after these.
 
     Args:
         storage: the source session.
@@ -670,8 +676,8 @@ def get_entries_to_fork(
         )
     if isinstance(storage, _EngineStorage):
         storage._check()
-        lines, extras = _engine_fork_lines(storage._engine, entry_id, position)
-        return [entry_from_json(line) for line in lines] + extras
+        lines, _ = _engine_fork_lines(storage._engine, entry_id, position)
+        return [entry_from_json(line) for line in lines]
     return _storage_fork_entries(storage, entry_id, position)
 
 
@@ -772,9 +778,15 @@ class SessionRepo(abc.ABC):
     ) -> Session:
         """Copy a session (or one branch of it) into a new session and open that.
 
-        The entries are chosen by :func:`get_entries_to_fork`. The new header gets a new
-        id, the current time, ``parent_session`` = the source id, and the source's ``cwd``
-        and ``metadata``. The source may be open, even by a writer.
+        The entries are chosen by :func:`get_entries_to_fork` and copied first, with their
+        ids and timestamps. Then, so the fork shows the source's labels (for the copied
+        entries) and session name, ``label`` and ``session_info`` entries are appended
+        after the copied entries wherever the copied ones do not already say so (new
+        ids, the current time), followed by a ``leaf`` entry if the leaf would otherwise
+        not be where it belongs: the source's leaf for a full copy, else the last copied
+        entry. The new header gets a new id, the current time, ``parent_session`` = the
+        source id, and the source's ``cwd`` and ``metadata``. The source may be open,
+        even by a writer.
 
         Args:
             source: the session to fork.
@@ -1072,14 +1084,7 @@ class JsonlSessionRepo(SessionRepo):
         durability: Durability = "group",
         limits: Limits | None = None,
     ) -> None:
-        if not isinstance(root_dir, (str, os.PathLike)):
-            raise SessionError(
-                "invalid_argument",
-                f"root_dir must be a str or os.PathLike, not {type(root_dir).__name__}",
-            )
-        root = os.fspath(root_dir)
-        if not isinstance(root, str):
-            raise SessionError("invalid_argument", "root_dir must be a str path, not bytes")
+        root = fspath_arg("root_dir", root_dir)
         if durability not in DURABILITY_MODES:
             raise SessionError(
                 "invalid_argument",

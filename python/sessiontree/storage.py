@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from . import _core
-from ._util import now_iso
+from ._util import fspath_arg, now_iso
 from .entries import (
     ActiveToolsChangeEntry,
     LeafEntry,
@@ -577,9 +577,10 @@ class JsonlSessionStorage(_EngineStorage):
             limits: size limits.
             index: keep a persisted index once the file is large (see :meth:`open`).
         """
+        file = fspath_arg("path", path)
         mode = _check_durability(durability)
         engine = _core.Engine.create(
-            os.fspath(path), _make_header(header), mode, **_limits(limits), **_index(index)
+            file, _make_header(header), mode, **_limits(limits), **_index(index)
         )
         return cls(engine, mode, False)
 
@@ -612,9 +613,10 @@ class JsonlSessionStorage(_EngineStorage):
         Raises:
             SessionError: ``not_found``, ``corrupt``, ``locked``, ``io``, ...
         """
+        file = fspath_arg("path", path)
         mode = _check_durability(durability)
         engine = _core.Engine.open(
-            os.fspath(path),
+            file,
             bool(readonly),
             bool(strict),
             mode,

@@ -280,7 +280,8 @@ class SessionMetadata:
         path: the session file, or ``None`` for in-memory repos.
         cwd: the working directory from the header.
         created: the header's time (timezone-aware UTC).
-        modified: the newest entry's time (the header's if there is none).
+        modified: the later of the header's time and the newest entry's (so a fresh
+            fork, whose copied entries are older than its header, lists first).
         name: the session name (last ``session_info``), or ``None``.
         parent_session: the id this session was forked from, or ``None``.
         entry_count: number of entries.

@@ -110,9 +110,14 @@ impl PyEngine {
         PyList::new(py, out)
     }
 
+    /// The one place engine lines become entry dicts, so every read agrees with the tree:
+    /// a root whose line names a parent the reader never found (a dangling parent, reported
+    /// at load) gets `parent_id` None, as FORMAT.md asks; the line itself is not changed.
     fn objects_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let len = self.store.arena().len();
+        let arena = self.store.arena();
+        let len = arena.len();
         let out = PyList::empty(py);
+        let parent_key = pyo3::intern!(py, "parent_id");
         for &i in idxs {
             if i as usize >= len {
                 return Err(pyo3::exceptions::PyIndexError::new_err(format!(
@@ -120,7 +125,15 @@ impl PyEngine {
                 )));
             }
             let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
-            out.append(pyjson::loads(py, &line)?)?;
+            let obj = pyjson::loads(py, &line)?;
+            if arena.node(i).parent == NONE {
+                if let Ok(dict) = obj.cast::<PyDict>() {
+                    if dict.get_item(parent_key)?.is_some_and(|p| !p.is_none()) {
+                        dict.set_item(parent_key, py.None())?;
+                    }
+                }
+            }
+            out.append(obj)?;
         }
         Ok(out)
     }
