@@ -309,6 +309,7 @@ def test_none_durability_buffers_until_flush(tmp_path: pathlib.Path) -> None:
     assert path.read_bytes().endswith(line("b", "a") + b"\n")
 
 
+@pytest.mark.fault_hooks
 def test_write_fault_trims_and_stays_usable(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "e.jsonl"
     engine = _core.Engine.create(path, HEADER, "flush")
@@ -329,6 +330,7 @@ def test_write_fault_trims_and_stays_usable(tmp_path: pathlib.Path) -> None:
         assert [e.id for e in storage.get_entries()] == ["a", "b"]
 
 
+@pytest.mark.fault_hooks
 def test_sync_fault_poisons_the_handle(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "e.jsonl"
     engine = _core.Engine.create(path, HEADER, "fsync")
@@ -347,6 +349,7 @@ def test_sync_fault_poisons_the_handle(tmp_path: pathlib.Path) -> None:
         assert storage.load_report.torn_tail_bytes == 0
 
 
+@pytest.mark.fault_hooks
 def test_inject_fault_arguments(tmp_path: pathlib.Path) -> None:
     engine = _core.Engine.create(tmp_path / "e.jsonl", HEADER, "flush")
     with pytest.raises(ValueError):

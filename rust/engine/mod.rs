@@ -2,6 +2,7 @@
 
 pub mod arena;
 pub mod error;
+mod hooks;
 pub mod index;
 mod index_codec;
 mod ingest;

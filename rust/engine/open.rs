@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use memchr::memchr;
 
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::hooks;
+#[cfg(feature = "test-hooks")]
+use crate::engine::hooks::Fault;
 use crate::engine::index;
 use crate::engine::jsonl::{
     self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, Limits,
@@ -16,7 +19,6 @@ use crate::engine::jsonl::{
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
-use crate::engine::writer::Fault;
 
 pub(super) struct FileBacking {
     pub(super) path: PathBuf,
@@ -30,6 +32,7 @@ pub(super) struct FileBacking {
     pub(super) dev_ino: (u64, u64),
     pub(super) sync: Option<GroupSync>,
     /// A failure to simulate on the next write or sync (tests of the error paths).
+    #[cfg(feature = "test-hooks")]
     pub(super) fault: Option<Fault>,
 }
 
@@ -207,6 +210,7 @@ impl Store {
             written_len: line.len() as u64,
             dev_ino: (meta.dev(), meta.ino()),
             sync,
+            #[cfg(feature = "test-hooks")]
             fault: None,
         });
         let mut store = Store::new(backing, header.to_vec(), id, limits);
@@ -281,6 +285,7 @@ impl Store {
             written_len: header_len,
             dev_ino: (meta.dev(), meta.ino()),
             sync,
+            #[cfg(feature = "test-hooks")]
             fault: None,
         });
         let mut store = Store::new(backing, header, id, opts.limits);
@@ -396,7 +401,7 @@ fn write_header(
     durability: Durability,
     path: &Path,
 ) -> std::io::Result<()> {
-    if let Some(errno) = test_fault_on_create() {
+    if let Some(errno) = hooks::create_fault() {
         return Err(std::io::Error::from_raw_os_error(errno));
     }
     file.write_all(line)?;
@@ -405,12 +410,4 @@ fn write_header(
         jsonl::sync_parent_dir(path)?;
     }
     Ok(())
-}
-
-/// Tests set `SESSIONTREE_TEST_FAIL_CREATE=<errno>` to make header writes fail.
-fn test_fault_on_create() -> Option<i32> {
-    std::env::var("SESSIONTREE_TEST_FAIL_CREATE")
-        .ok()?
-        .parse()
-        .ok()
 }

@@ -17,8 +17,9 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
 use crate::engine::open::{Backing, FileBacking};
 
+#[cfg(feature = "test-hooks")]
+pub use crate::engine::hooks::Fault;
 pub use crate::engine::open::{IndexStatus, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
-pub use crate::engine::writer::Fault;
 
 /// A session's index and bytes.
 pub struct Store {

@@ -21,6 +21,7 @@ pub(super) struct SyncState {
     stop: bool,
     failure: Option<EngineError>,
     /// An injected failure for the next background sync (tests).
+    #[cfg(feature = "test-hooks")]
     pub(super) fault: Option<i32>,
 }
 
@@ -47,7 +48,7 @@ impl GroupSync {
                     }
                     if state.dirty && state.failure.is_none() {
                         state.dirty = false;
-                        let fault = state.fault.take();
+                        let fault = state.take_fault();
                         drop(state);
                         // Wait a little so a burst of appends shares one sync.
                         std::thread::sleep(Duration::from_millis(20));

@@ -9,7 +9,6 @@ use crate::engine::error::{EngineError, Result};
 use crate::engine::jsonl::{self, create_private, IssueKind};
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
-use crate::engine::writer::Fault;
 
 impl Store {
     pub(super) fn note_torn_tail(&mut self, torn: u64, at: u64) -> Result<()> {
@@ -30,7 +29,9 @@ impl Store {
         let Backing::File(b) = &mut self.backing else {
             return Ok(());
         };
-        let ctx = |what: &str| format!("{what} {}", b.path.display());
+        // Owned, so the closure does not hold `b` borrowed across the fault probe below.
+        let path = b.path.clone();
+        let ctx = |what: &str| format!("{what} {}", path.display());
         let mut tail = vec![0u8; torn as usize];
         b.file
             .read_exact_at(&mut tail, b.written_len)
@@ -53,12 +54,9 @@ impl Store {
                 Err(e) => return Err(EngineError::io(ctx("saving the torn tail of"), &e)),
             }
         };
-        let saved = match b.fault.take() {
-            Some(Fault::Write(errno)) => Err(std::io::Error::from_raw_os_error(errno)),
-            other => {
-                b.fault = other;
-                f.write_all(&tail).and_then(|()| f.sync_all())
-            }
+        let saved = match b.take_write_fault() {
+            Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+            None => f.write_all(&tail).and_then(|()| f.sync_all()),
         };
         if let Err(e) = saved {
             // A partial copy would look like a complete one: keep the torn bytes in place.

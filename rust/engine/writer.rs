@@ -16,15 +16,6 @@ use crate::engine::store::Store;
 /// `none` durability writes its buffer out once it holds this much.
 const BUFFER_LIMIT: usize = 1 << 16;
 
-/// A simulated OS failure for testing what a failed write or sync leaves behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// The next write stores half its bytes, then fails with this errno.
-    Write(i32),
-    /// The next sync fails with this errno.
-    Sync(i32),
-}
-
 impl Store {
     /// Appends one entry line (compact JSON, no newline); returns its arena index.
     ///
@@ -156,30 +147,13 @@ impl Store {
         }
         Ok(())
     }
-
-    /// Makes the next write or sync of a file store fail (for tests of failure paths).
-    ///
-    /// With `group` durability a sync fault hits the background syncer's next sync.
-    pub fn inject_fault(&mut self, fault: Option<Fault>) {
-        if let Backing::File(b) = &mut self.backing {
-            if let (Some(Fault::Sync(errno)), Some(sync)) = (fault, &b.sync) {
-                let (lock, _) = &*sync.shared;
-                lock.lock().unwrap_or_else(|p| p.into_inner()).fault = Some(errno);
-                return;
-            }
-            b.fault = fault;
-        }
-    }
 }
 
 /// `fdatasync`, or the injected sync fault.
 fn sync_file(b: &mut FileBacking) -> Result<()> {
-    let res = match b.fault {
-        Some(Fault::Sync(errno)) => {
-            b.fault = None;
-            Err(std::io::Error::from_raw_os_error(errno))
-        }
-        _ => b.file.sync_data(),
+    let res = match b.take_sync_fault() {
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => b.file.sync_data(),
     };
     res.map_err(|e| {
         EngineError::io(
@@ -233,17 +207,14 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
         return Err((e, buffered));
     }
     let path = b.path.display().to_string();
-    let written = match b.fault.take() {
-        Some(Fault::Write(errno)) => {
+    let written = match b.take_write_fault() {
+        Some(errno) => {
             let half = &b.pending[..b.pending.len() / 2];
             b.file
                 .write_all_at(half, b.written_len)
                 .and(Err(std::io::Error::from_raw_os_error(errno)))
         }
-        other => {
-            b.fault = other;
-            b.file.write_all_at(&b.pending, b.written_len)
-        }
+        None => b.file.write_all_at(&b.pending, b.written_len),
     };
     if let Err(e) = written {
         let error = EngineError::io(format!("appending to {path}"), &e);

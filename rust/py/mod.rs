@@ -12,7 +12,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::engine::arena::{Kind, Role, NONE};
-use crate::engine::store::{Fault, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
+#[cfg(feature = "test-hooks")]
+use crate::engine::store::Fault;
+use crate::engine::store::{OpenOptions, DEFAULT_INDEX_MIN_BYTES};
 use crate::engine::{Durability, EngineError, Limits, Store};
 
 /// Converts an engine error into the matching `sessiontree.errors.SessionError` subclass.
@@ -599,6 +601,9 @@ impl PyEngine {
     }
 
     /// Test hook: the next write ("write") or sync ("sync") fails with `errno`; None clears.
+    ///
+    /// Present only in builds with the `test-hooks` feature (the dev build).
+    #[cfg(feature = "test-hooks")]
     #[pyo3(signature = (kind=None, errno=5))]
     fn inject_fault(&mut self, kind: Option<&str>, errno: i32) -> PyResult<()> {
         let fault = match kind {
