@@ -390,3 +390,26 @@ def test_lines_out_of_range_is_an_exception() -> None:
         return
     except BaseException as exc:  # PanicException
         pytest.fail(f"panicked: {exc!r}")
+
+
+def test_errors_are_the_classes_sessiontree_registered() -> None:
+    # The binding raises whatever `sessiontree.errors` handed it at import; it never
+    # imports the package itself (so the dependency runs one way).
+    from sessiontree import errors
+
+    class Probe(errors.NotFoundError):
+        pass
+
+    engine = _core.Engine.memory(HEADER)
+    _core._register_error_classes(errors.SessionError, {**errors._BY_CODE, "not_found": Probe})
+    try:
+        with pytest.raises(Probe) as exc:
+            engine.append(line("b", "missing"))
+    finally:
+        _core._register_error_classes(errors.SessionError, dict(errors._BY_CODE))
+    assert code_of(exc) == "not_found"
+    with pytest.raises(errors.NotFoundError) as again:
+        engine.append(line("b", "missing"))
+    assert type(again.value) is errors.NotFoundError
+    with pytest.raises(TypeError):
+        _core._register_error_classes(errors.SessionError, {"io": ValueError})

@@ -35,6 +35,23 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (`code as usize` indexes it).
+    pub const ALL: [ErrorCode; 13] = [
+        ErrorCode::NotFound,
+        ErrorCode::InvalidForkTarget,
+        ErrorCode::InvalidArgument,
+        ErrorCode::InvalidId,
+        ErrorCode::Corrupt,
+        ErrorCode::DuplicateId,
+        ErrorCode::Locked,
+        ErrorCode::Readonly,
+        ErrorCode::Closed,
+        ErrorCode::ModifiedExternally,
+        ErrorCode::LimitExceeded,
+        ErrorCode::Io,
+        ErrorCode::Exists,
+    ];
+
     /// The stable string code shared with Python.
     pub fn as_str(self) -> &'static str {
         match self {

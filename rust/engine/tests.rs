@@ -934,3 +934,11 @@ fn a_failed_group_sync_surfaces_and_the_syncer_goes_idle() {
     );
     assert_eq!(closed, Err(ErrorCode::Io));
 }
+
+#[test]
+fn error_codes_all_is_in_declaration_order() {
+    // The binding indexes its registered exception classes by `code as usize`.
+    for (i, code) in ErrorCode::ALL.iter().enumerate() {
+        assert_eq!(*code as usize, i, "{}", code.as_str());
+    }
+}
