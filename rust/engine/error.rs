@@ -111,6 +111,17 @@ impl EngineError {
     }
 }
 
+impl EngineError {
+    /// An `Io` error whatever the OS error's kind: where a missing file is not the
+    /// caller's "not found" (a create in a directory that does not exist).
+    pub fn os(context: impl fmt::Display, err: &io::Error) -> Self {
+        EngineError {
+            code: ErrorCode::Io,
+            ..EngineError::io(context, err)
+        }
+    }
+}
+
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] {}", self.code.as_str(), self.message)

@@ -172,7 +172,8 @@ impl Store {
         ));
         let tmp = PathBuf::from(tmp);
         let mut file = create_private(&tmp)
-            .map_err(|e| EngineError::io(format!("creating {}", path.display()), &e))?;
+            // A missing directory is an OS error, not an unknown session (API.md: `io`).
+            .map_err(|e| EngineError::os(format!("creating {}", path.display()), &e))?;
         let cleanup = |e: EngineError| {
             let _ = std::fs::remove_file(&tmp);
             e
@@ -180,7 +181,7 @@ impl Store {
         lock_writer(&file, path).map_err(cleanup)?;
         let mut line = header.to_vec();
         line.push(b'\n');
-        let io_err = |e: std::io::Error| EngineError::io(format!("writing {}", path.display()), &e);
+        let io_err = |e: std::io::Error| EngineError::os(format!("writing {}", path.display()), &e);
         write_header(&mut file, &line, durability, &tmp).map_err(|e| cleanup(io_err(e)))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => {

@@ -942,3 +942,20 @@ fn error_codes_all_is_in_declaration_order() {
         assert_eq!(*code as usize, i, "{}", code.as_str());
     }
 }
+
+#[test]
+fn create_in_a_missing_directory_is_an_io_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-dir").join("s.jsonl");
+    let e = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Flush,
+        Limits::default(),
+    )
+    .err()
+    .expect("create in a missing directory must fail");
+    assert_eq!((e.code, e.errno), (ErrorCode::Io, Some(libc::ENOENT)));
+    assert!(!path.parent().unwrap().exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
