@@ -6,6 +6,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# The dev build carries the test hooks (fault injection); `[tool.maturin] features` in
+# pyproject.toml stays `python` alone, so a plain `maturin build` ships without them.
+# `python` is repeated here in case the command line replaces pyproject's list.
+DEV_FEATURES := --features python,test-hooks
 
 .PHONY: help
 help: ## List the targets
@@ -18,19 +22,19 @@ $(PY):
 
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
-	$(BIN)/maturin develop --release --extras dev -q
+	$(BIN)/maturin develop --release $(DEV_FEATURES) --extras dev -q
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
-	$(BIN)/maturin develop --extras dev -q
+	$(BIN)/maturin develop $(DEV_FEATURES) --extras dev -q
 
 .PHONY: demo
 demo: install ## Install, then build a real session on disk and print its tree and context
 	$(PY) examples/demo.py demo-sessions
 
 .PHONY: test-rust
-test-rust: ## cargo test (the engine, no Python needed)
-	cargo test --quiet
+test-rust: ## cargo test (the engine with its test hooks, no Python needed)
+	cargo test --quiet --features test-hooks
 
 .PHONY: test-python
 test-python: ## pytest (the package; needs `make install`)
@@ -43,7 +47,9 @@ test: install test-rust test-python ## Everything: build, cargo test, pytest
 lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --quiet -- -D warnings
+	cargo clippy --all-targets --features test-hooks --quiet -- -D warnings
 	cargo clippy --features python --quiet -- -D warnings
+	cargo clippy --features python,test-hooks --quiet -- -D warnings
 	$(BIN)/ruff check python tests benches examples
 	$(BIN)/ruff format --check python tests benches examples
 	$(BIN)/mypy python/sessiontree

@@ -15,6 +15,10 @@ Fixtures:
 - ``msgs``: builders of messages with fixed timestamps.
 - ``write_session``: writes a session file byte by byte (for reader tests).
 - ``lines``: builders of hand-written header and entry lines.
+
+Marker ``fault_hooks``: the test drives the engine's fault injection
+(``Engine.inject_fault``), which only a build with the ``test-hooks`` cargo feature has
+(``make install`` / ``make build-dev``); on any other build the test is skipped, not failed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import sessiontree as st
+from sessiontree import _core
 
 # Deadlines are off everywhere: the machine is shared, and a slow example is not a bug.
 settings.register_profile(
@@ -57,6 +62,26 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+HAS_FAULT_HOOKS = hasattr(_core.Engine, "inject_fault")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fault_hooks: needs Engine.inject_fault (a build with the test-hooks feature)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if HAS_FAULT_HOOKS:
+        return
+    skip = pytest.mark.skip(
+        reason="this _core build has no Engine.inject_fault: rebuild with the test-hooks "
+        "cargo feature (make build-dev)"
+    )
+    for item in items:
+        if item.get_closest_marker("fault_hooks"):
+            item.add_marker(skip)
 
 
 FIXED_ISO = "2026-01-02T03:04:05.678Z"

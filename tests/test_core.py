@@ -309,6 +309,7 @@ def test_none_durability_buffers_until_flush(tmp_path: pathlib.Path) -> None:
     assert path.read_bytes().endswith(line("b", "a") + b"\n")
 
 
+@pytest.mark.fault_hooks
 def test_write_fault_trims_and_stays_usable(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "e.jsonl"
     engine = _core.Engine.create(path, HEADER, "flush")
@@ -329,6 +330,7 @@ def test_write_fault_trims_and_stays_usable(tmp_path: pathlib.Path) -> None:
         assert [e.id for e in storage.get_entries()] == ["a", "b"]
 
 
+@pytest.mark.fault_hooks
 def test_sync_fault_poisons_the_handle(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "e.jsonl"
     engine = _core.Engine.create(path, HEADER, "fsync")
@@ -347,6 +349,7 @@ def test_sync_fault_poisons_the_handle(tmp_path: pathlib.Path) -> None:
         assert storage.load_report.torn_tail_bytes == 0
 
 
+@pytest.mark.fault_hooks
 def test_inject_fault_arguments(tmp_path: pathlib.Path) -> None:
     engine = _core.Engine.create(tmp_path / "e.jsonl", HEADER, "flush")
     with pytest.raises(ValueError):
@@ -388,3 +391,26 @@ def test_lines_out_of_range_is_an_exception() -> None:
     with pytest.raises(IndexError, match="entry index 5 out of range"):
         engine.objects([0, 5])
     assert engine.lines([0]) == [line("a", None)]
+
+
+def test_errors_are_the_classes_sessiontree_registered() -> None:
+    # The binding raises whatever `sessiontree.errors` handed it at import; it never
+    # imports the package itself (so the dependency runs one way).
+    from sessiontree import errors
+
+    class Probe(errors.NotFoundError):
+        pass
+
+    engine = _core.Engine.memory(HEADER)
+    _core._register_error_classes(errors.SessionError, {**errors._BY_CODE, "not_found": Probe})
+    try:
+        with pytest.raises(Probe) as exc:
+            engine.append(line("b", "missing"))
+    finally:
+        _core._register_error_classes(errors.SessionError, dict(errors._BY_CODE))
+    assert code_of(exc) == "not_found"
+    with pytest.raises(errors.NotFoundError) as again:
+        engine.append(line("b", "missing"))
+    assert type(again.value) is errors.NotFoundError
+    with pytest.raises(TypeError):
+        _core._register_error_classes(errors.SessionError, {"io": ValueError})

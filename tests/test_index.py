@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -159,3 +161,70 @@ def test_a_temp_file_left_by_a_killed_index_writer_is_cleared(tmp_path: pathlib.
     assert not stale.exists()
     with open_ro(path) as r:
         assert r.index_status == "loaded"
+
+
+def _mount(args: list[str]) -> None:
+    result = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        pytest.skip(f"mount not permitted here: {result.stderr.strip()}")
+
+
+@pytest.fixture
+def ro_mount(tmp_path: pathlib.Path) -> Iterator[tuple[pathlib.Path, Callable[[], None]]]:
+    """A tmpfs and the function that remounts it read-only.
+
+    Tests run as root, which chmod does not stop from writing: only a read-only mount
+    denies the writes for real. Skips unless this process may mount.
+    """
+    mount_point = tmp_path / "ro"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    _mount(["-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)])
+    try:
+        yield mount_point, lambda: _mount(["-o", "remount,ro", str(mount_point)])
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def _files(root: pathlib.Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(root.iterdir())}
+
+
+@pytest.mark.parametrize(
+    ("index_before", "status"),
+    [("none", "unused"), ("damaged", "unused"), ("prefix", "loaded")],
+)
+def test_read_only_open_works_on_a_read_only_mount(
+    ro_mount: tuple[pathlib.Path, Callable[[], None]], index_before: str, status: str
+) -> None:
+    # API.md / FORMAT.md: the persisted index is best effort; a read-only open of a large
+    # session on a read-only file in a read-only directory works and changes nothing. Each
+    # case makes the open want to write an index: none there, a damaged one, or one that
+    # covers only a prefix of the file.
+    root, remount_ro = ro_mount
+    path = root / "s.jsonl"
+    ids = make_session(path)
+    idx = pathlib.Path(f"{path}.idx")
+    if index_before == "none":
+        idx.unlink()
+    elif index_before == "damaged":
+        idx.write_bytes(bytes(len(idx.read_bytes())))
+    else:
+        with st.JsonlSessionStorage.open(path, durability="flush", index=False) as w:
+            ids.append(st.Session(w).append_message(st.UserMessage("after the index")))
+        del w  # its engine holds the file open for writing, which blocks the remount
+    os.chmod(path, 0o400)
+    with st.JsonlSessionStorage.open(path, readonly=True, index=False) as plain:
+        expected = snapshot(plain)
+    before = _files(root)
+    remount_ro()
+    with pytest.raises(OSError):  # the mount really refuses writes, even to root
+        (root / "probe").write_bytes(b"x")
+    with st.JsonlSessionStorage.open(path, readonly=True, index=0) as r:
+        assert snapshot(r) == expected
+        assert r.get_entry(ids[-1]) is not None
+        assert r.load_report.issues == ()
+        assert r.index_status == status
+        assert r.refresh() == 0
+    assert _files(root) == before

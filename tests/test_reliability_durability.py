@@ -121,6 +121,7 @@ def wait_for_group_failure(session: st.Session, seconds: float) -> st.SessionErr
     return None
 
 
+@pytest.mark.fault_hooks
 @pytest.mark.parametrize("durability", ["flush", "fsync"])
 def test_failed_sync_poisons_the_handle(tmp_path: Path, durability: str) -> None:
     path = tmp_path / "s.jsonl"
@@ -147,6 +148,7 @@ def test_failed_sync_poisons_the_handle(tmp_path: Path, durability: str) -> None
         st.Session(again).append_message(st.UserMessage("reopened"))
 
 
+@pytest.mark.fault_hooks
 def test_group_sync_failure_surfaces_on_a_later_append(tmp_path: Path) -> None:
     path = tmp_path / "g.jsonl"
     storage = st.JsonlSessionStorage.create(path, durability="group")
@@ -166,6 +168,7 @@ def test_group_sync_failure_surfaces_on_a_later_append(tmp_path: Path) -> None:
             storage.close()
 
 
+@pytest.mark.fault_hooks
 def test_poisoned_handle_refuses_index_reads_too(tmp_path: Path) -> None:
     storage = st.JsonlSessionStorage.create(tmp_path / "s.jsonl", durability="fsync")
     session = st.Session(storage)

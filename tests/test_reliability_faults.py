@@ -44,6 +44,7 @@ def assert_enospc(error: st.SessionError) -> None:
     assert error.__cause__.errno == errno.ENOSPC
 
 
+@pytest.mark.fault_hooks
 @pytest.mark.parametrize("mode", ["flush", "group", "fsync"])
 def test_injected_write_failure_leaves_no_partial_line(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "s.jsonl"
@@ -65,6 +66,7 @@ def test_injected_write_failure_leaves_no_partial_line(tmp_path: Path, mode: str
     assert_clean(path, ids)
 
 
+@pytest.mark.fault_hooks
 def test_injected_write_failure_of_the_none_buffer(tmp_path: Path) -> None:
     """With ``none`` the buffered entries were acknowledged in memory only: when writing
     them fails, the handle is poisoned (it cannot pretend they exist) and the file keeps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import stat
@@ -81,6 +82,19 @@ def test_create_refuses_an_existing_file(tmp_path: pathlib.Path) -> None:
         assert code_of(exc) == "exists"
         assert isinstance(exc.value, FileExistsError)
         assert path.read_bytes() == content
+
+
+def test_create_in_a_missing_directory_is_an_io_error(tmp_path: pathlib.Path) -> None:
+    # A missing directory is an OS failure, not an unknown session: `io`, not `not_found`.
+    path = tmp_path / "no-such-dir" / "s.jsonl"
+    with pytest.raises(st.SessionError) as exc:
+        st.JsonlSessionStorage.create(path)
+    assert code_of(exc) == "io"
+    assert isinstance(exc.value, OSError)
+    assert isinstance(exc.value.__cause__, FileNotFoundError)
+    assert exc.value.__cause__.errno == errno.ENOENT
+    assert not path.parent.exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_open_missing_file(tmp_path: pathlib.Path) -> None:

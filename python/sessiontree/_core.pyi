@@ -1,11 +1,11 @@
 """Type stubs for the Rust engine binding (``sessiontree._core``)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["Engine", "__version__"]
+__all__ = ["Engine", "__version__", "_register_error_classes"]
 
 __version__: str
 
@@ -102,5 +102,14 @@ class Engine:
     def append(self, line: bytes) -> int: ...
     def flush(self) -> None: ...
     def refresh(self) -> int: ...
-    def inject_fault(self, kind: str | None = None, errno: int = 5) -> None: ...
+    def inject_fault(self, kind: str | None = None, errno: int = 5) -> None:
+        """Test hook: make the next write or sync fail with ``errno``.
+
+        Present only in builds with the ``test-hooks`` cargo feature (``make install`` and
+        ``make build-dev``); a wheel from a plain ``maturin build`` has no such method.
+        """
     def close(self) -> None: ...
+
+def _register_error_classes(base: type[Exception], by_code: Mapping[str, type[Exception]]) -> None:
+    """Hand the binding the exception class of each error code (``sessiontree.errors``
+    calls this once at import; the binding never imports the package)."""

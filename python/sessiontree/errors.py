@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from . import _core
+
 __all__ = [
     "ERROR_CODES",
     "ClosedError",
@@ -154,12 +156,7 @@ _BY_CODE: Final[dict[str, type[SessionError]]] = {
     "exists": ExistsError,
 }
 
-
-def _from_core(code: str, message: str, errno: int | None = None) -> SessionError:
-    """Build the exception for an engine error (called from the Rust binding)."""
-    err = SessionError(code, message)
-    if errno is not None:
-        import os
-
-        err.__cause__ = OSError(errno, os.strerror(errno))
-    return err
+# The binding raises these classes (an ``io`` error with its ``OSError`` as ``__cause__``).
+# It is handed them here, once, so the dependency runs one way: this package imports
+# ``_core``, never the reverse.
+_core._register_error_classes(SessionError, _BY_CODE)

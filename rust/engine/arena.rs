@@ -125,9 +125,9 @@ pub struct Stats {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct StrRef {
-    start: u32,
-    len: u32,
+pub(super) struct StrRef {
+    pub(super) start: u32,
+    pub(super) len: u32,
 }
 
 /// One entry: its tree links and where its raw line lives.
@@ -143,17 +143,17 @@ pub struct Node {
     pub parent: u32,
     /// Leaf / label target, or a compaction's first kept entry; [`NONE`] if absent or unknown.
     pub target: u32,
-    first_child: u32,
-    last_child: u32,
-    next_sibling: u32,
+    pub(super) first_child: u32,
+    pub(super) last_child: u32,
+    pub(super) next_sibling: u32,
     /// Byte offset of the line in the backing store.
     pub offset: u64,
     /// Line length in bytes, without the newline.
     pub len: u32,
     /// 1-based line number in the file (the header is line 1).
     pub line_no: u64,
-    id: StrRef,
-    ts: StrRef,
+    pub(super) id: StrRef,
+    pub(super) ts: StrRef,
 }
 
 /// A reference problem found while adding an entry.
@@ -171,21 +171,21 @@ pub enum RefProblem {
 
 /// The in-memory index of one session.
 pub struct Arena {
-    nodes: Vec<Node>,
+    pub(super) nodes: Vec<Node>,
     /// Ids and timestamps of every entry, back to back.
-    pool: String,
+    pub(super) pool: String,
     /// id → arena index; built on first use after loading a persisted index, so a
     /// reopen that only walks parents never pays for it.
-    index: OnceLock<HashTable<u32>>,
+    pub(super) index: OnceLock<HashTable<u32>>,
     hasher: foldhash::quality::RandomState,
     first_root: u32,
     last_root: u32,
-    labels: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
-    unknown_types: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
-    name: Option<Box<str>>,
-    leaf: u32,
-    newest: Option<StrRef>,
-    stats: Stats,
+    pub(super) labels: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
+    pub(super) unknown_types: HashMap<u32, Box<str>, foldhash::quality::RandomState>,
+    pub(super) name: Option<Box<str>>,
+    pub(super) leaf: u32,
+    pub(super) newest: Option<StrRef>,
+    pub(super) stats: Stats,
 }
 
 impl Default for Arena {
@@ -233,7 +233,7 @@ impl Arena {
     }
 
     /// True when `r` is a valid slice of the pool.
-    fn in_pool(&self, r: StrRef) -> bool {
+    pub(super) fn in_pool(&self, r: StrRef) -> bool {
         (r.start as usize)
             .checked_add(r.len as usize)
             .is_some_and(|end| end <= self.pool.len())
@@ -425,7 +425,7 @@ impl Arena {
         idx
     }
 
-    fn link_child(&mut self, parent: u32, idx: u32) {
+    pub(super) fn link_child(&mut self, parent: u32, idx: u32) {
         let (first, last) = if parent == NONE {
             (&mut self.first_root, &mut self.last_root)
         } else {
@@ -562,265 +562,5 @@ impl Iterator for Children<'_> {
         let cur = self.next;
         self.next = self.arena.nodes[cur as usize].next_sibling;
         Some(cur)
-    }
-}
-
-/// Little-endian reader over an index file's bytes; every read is bounds-checked.
-pub(crate) struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    /// A cursor at the start of `buf`.
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Cursor { buf, pos: 0 }
-    }
-
-    /// The next `n` bytes.
-    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let out = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(out)
-    }
-
-    pub(crate) fn u8(&mut self) -> Option<u8> {
-        self.bytes(1).map(|b| b[0])
-    }
-
-    pub(crate) fn u32(&mut self) -> Option<u32> {
-        self.bytes(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub(crate) fn u64(&mut self) -> Option<u64> {
-        let b = self.bytes(8)?;
-        Some(u64::from_le_bytes([
-            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-        ]))
-    }
-
-    pub(crate) fn f64(&mut self) -> Option<f64> {
-        self.u64().map(f64::from_bits)
-    }
-
-    /// A length-prefixed UTF-8 string.
-    pub(crate) fn text(&mut self) -> Option<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.bytes(n)?).ok()
-    }
-
-    /// True when every byte was read.
-    pub(crate) fn at_end(&self) -> bool {
-        self.pos == self.buf.len()
-    }
-}
-
-fn put_text(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
-fn kind_from_u8(v: u8) -> Option<Kind> {
-    Some(match v {
-        1 => Kind::Message,
-        2 => Kind::ThinkingLevelChange,
-        3 => Kind::ModelChange,
-        4 => Kind::ActiveToolsChange,
-        5 => Kind::Compaction,
-        6 => Kind::BranchSummary,
-        7 => Kind::Custom,
-        8 => Kind::CustomMessage,
-        9 => Kind::Label,
-        10 => Kind::SessionInfo,
-        11 => Kind::Leaf,
-        12 => Kind::Unknown,
-        _ => return None,
-    })
-}
-
-fn role_from_u8(v: u8) -> Option<Role> {
-    Some(match v {
-        0 => Role::None,
-        1 => Role::User,
-        2 => Role::Assistant,
-        3 => Role::ToolResult,
-        4 => Role::Custom,
-        5 => Role::CompactionSummary,
-        6 => Role::BranchSummary,
-        7 => Role::Other,
-        _ => return None,
-    })
-}
-
-impl Arena {
-    /// Appends the arena's persistent state to `out` (the persisted index's body).
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.pool.len() as u64).to_le_bytes());
-        out.extend_from_slice(self.pool.as_bytes());
-        out.extend_from_slice(&(self.nodes.len() as u64).to_le_bytes());
-        for n in &self.nodes {
-            out.push(n.kind as u8);
-            out.push(n.role as u8);
-            out.push(u8::from(n.retained_tail));
-            for v in [
-                n.parent, n.target, n.len, n.id.start, n.id.len, n.ts.start, n.ts.len,
-            ] {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-            out.extend_from_slice(&n.offset.to_le_bytes());
-            out.extend_from_slice(&n.line_no.to_le_bytes());
-        }
-        for map in [&self.labels, &self.unknown_types] {
-            out.extend_from_slice(&(map.len() as u64).to_le_bytes());
-            for (idx, text) in map {
-                out.extend_from_slice(&idx.to_le_bytes());
-                put_text(out, text);
-            }
-        }
-        match &self.name {
-            Some(name) => {
-                out.push(1);
-                put_text(out, name);
-            }
-            None => out.push(0),
-        }
-        out.extend_from_slice(&self.leaf.to_le_bytes());
-        match self.newest {
-            Some(r) => {
-                out.push(1);
-                out.extend_from_slice(&r.start.to_le_bytes());
-                out.extend_from_slice(&r.len.to_le_bytes());
-            }
-            None => out.push(0),
-        }
-        let s = &self.stats;
-        let u = &s.usage;
-        for v in [
-            s.entry_count,
-            s.message_count,
-            s.user_message_count,
-            s.assistant_message_count,
-            s.tool_result_count,
-            u.input,
-            u.output,
-            u.cache_read,
-            u.cache_write,
-            u.total_tokens,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&u.cost_total.to_bits().to_le_bytes());
-    }
-
-    /// Rebuilds an arena from [`Arena::encode`]'s bytes; `None` for anything inconsistent.
-    ///
-    /// Every index and string reference is checked, so a damaged index can never make the
-    /// arena point outside itself; children lists and the id index are rebuilt.
-    pub(crate) fn decode(c: &mut Cursor<'_>) -> Option<Arena> {
-        let pool_len = usize::try_from(c.u64()?).ok()?;
-        let mut arena = Arena::new();
-        arena.pool = String::from_utf8(c.bytes(pool_len)?.to_vec()).ok()?;
-        let count = usize::try_from(c.u64()?).ok()?;
-        // 47 bytes a node: refuse counts the remaining bytes cannot hold before allocating.
-        if count.checked_mul(47)? > c.buf.len() {
-            return None;
-        }
-        arena.nodes.reserve_exact(count);
-        arena.index = OnceLock::new();
-        for i in 0..count {
-            let kind = kind_from_u8(c.u8()?)?;
-            let role = role_from_u8(c.u8()?)?;
-            let retained_tail = c.u8()? != 0;
-            let (parent, target, len) = (c.u32()?, c.u32()?, c.u32()?);
-            let id = StrRef {
-                start: c.u32()?,
-                len: c.u32()?,
-            };
-            let ts = StrRef {
-                start: c.u32()?,
-                len: c.u32()?,
-            };
-            let (offset, line_no) = (c.u64()?, c.u64()?);
-            let earlier = |x: u32| x == NONE || (x as usize) < i;
-            if !arena.in_pool(id) || !arena.in_pool(ts) || !earlier(parent) || !earlier(target) {
-                return None;
-            }
-            let idx = i as u32;
-            arena.nodes.push(Node {
-                kind,
-                role,
-                retained_tail,
-                parent,
-                target,
-                first_child: NONE,
-                last_child: NONE,
-                next_sibling: NONE,
-                offset,
-                len,
-                line_no,
-                id,
-                ts,
-            });
-            arena.link_child(parent, idx);
-        }
-        let n = arena.nodes.len() as u32;
-        for which in 0..2 {
-            let entries = c.u64()?;
-            for _ in 0..entries {
-                let idx = c.u32()?;
-                let text: Box<str> = c.text()?.into();
-                if idx >= n {
-                    return None;
-                }
-                if which == 0 {
-                    arena.labels.insert(idx, text);
-                } else {
-                    arena.unknown_types.insert(idx, text);
-                }
-            }
-        }
-        arena.name = match c.u8()? {
-            0 => None,
-            _ => Some(c.text()?.into()),
-        };
-        arena.leaf = c.u32()?;
-        if arena.leaf != NONE && arena.leaf >= n {
-            return None;
-        }
-        arena.newest = match c.u8()? {
-            0 => None,
-            _ => {
-                let r = StrRef {
-                    start: c.u32()?,
-                    len: c.u32()?,
-                };
-                if !arena.in_pool(r) {
-                    return None;
-                }
-                Some(r)
-            }
-        };
-        let mut v = [0u64; 10];
-        for slot in &mut v {
-            *slot = c.u64()?;
-        }
-        arena.stats = Stats {
-            entry_count: v[0],
-            message_count: v[1],
-            user_message_count: v[2],
-            assistant_message_count: v[3],
-            tool_result_count: v[4],
-            usage: UsageSums {
-                input: v[5],
-                output: v[6],
-                cache_read: v[7],
-                cache_write: v[8],
-                total_tokens: v[9],
-                cost_total: c.f64()?,
-            },
-        };
-        Some(arena)
     }
 }

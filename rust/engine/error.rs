@@ -35,6 +35,23 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, in declaration order (`code as usize` indexes it).
+    pub const ALL: [ErrorCode; 13] = [
+        ErrorCode::NotFound,
+        ErrorCode::InvalidForkTarget,
+        ErrorCode::InvalidArgument,
+        ErrorCode::InvalidId,
+        ErrorCode::Corrupt,
+        ErrorCode::DuplicateId,
+        ErrorCode::Locked,
+        ErrorCode::Readonly,
+        ErrorCode::Closed,
+        ErrorCode::ModifiedExternally,
+        ErrorCode::LimitExceeded,
+        ErrorCode::Io,
+        ErrorCode::Exists,
+    ];
+
     /// The stable string code shared with Python.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -90,6 +107,17 @@ impl EngineError {
             code,
             message: format!("{context}: {err}"),
             errno: err.raw_os_error(),
+        }
+    }
+}
+
+impl EngineError {
+    /// An `Io` error whatever the OS error's kind: where a missing file is not the
+    /// caller's "not found" (a create in a directory that does not exist).
+    pub fn os(context: impl fmt::Display, err: &io::Error) -> Self {
+        EngineError {
+            code: ErrorCode::Io,
+            ..EngineError::io(context, err)
         }
     }
 }

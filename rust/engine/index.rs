@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::engine::arena::{Arena, Cursor};
+use crate::engine::arena::Arena;
+use crate::engine::index_codec::Cursor;
 use crate::engine::jsonl::{create_private, IssueKind, LoadIssue};
 
 // Bumped whenever the schema rules change: an index records which lines were accepted.

@@ -2,11 +2,18 @@
 
 pub mod arena;
 pub mod error;
+mod hooks;
 pub mod index;
+mod index_codec;
+mod ingest;
 pub mod jsonl;
 pub mod line;
+mod open;
 pub mod schema;
 pub mod store;
+mod syncer;
+mod torn;
+mod writer;
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use crate::engine::arena::NONE;
 use crate::engine::jsonl::IssueKind;
-use crate::engine::store::{Fault, OpenOptions};
+#[cfg(feature = "test-hooks")]
+use crate::engine::store::Fault;
+use crate::engine::store::OpenOptions;
 use crate::engine::{Durability, ErrorCode, Limits, Store};
 
 const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w","parent_session":null,"metadata":null}"#;
@@ -489,6 +491,8 @@ fn external_changes_are_detected_before_writing() {
     );
 }
 
+// Fault injection exists only in test-hooks builds (`make test-rust` turns it on).
+#[cfg(feature = "test-hooks")]
 #[test]
 fn failed_write_leaves_no_partial_line_and_failed_sync_poisons() {
     let dir = tempfile::tempdir().unwrap();
@@ -873,6 +877,7 @@ fn writer_close_writes_the_index() {
     assert_eq!(r.arena().len(), 1);
 }
 
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_failed_group_sync_surfaces_and_the_syncer_goes_idle() {
     use std::time::{Duration, Instant};
@@ -928,4 +933,29 @@ fn a_failed_group_sync_surfaces_and_the_syncer_goes_idle() {
         "a poisoned store refuses every append"
     );
     assert_eq!(closed, Err(ErrorCode::Io));
+}
+
+#[test]
+fn error_codes_all_is_in_declaration_order() {
+    // The binding indexes its registered exception classes by `code as usize`.
+    for (i, code) in ErrorCode::ALL.iter().enumerate() {
+        assert_eq!(*code as usize, i, "{}", code.as_str());
+    }
+}
+
+#[test]
+fn create_in_a_missing_directory_is_an_io_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-dir").join("s.jsonl");
+    let e = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Flush,
+        Limits::default(),
+    )
+    .err()
+    .expect("create in a missing directory must fail");
+    assert_eq!((e.code, e.errno), (ErrorCode::Io, Some(libc::ENOENT)));
+    assert!(!path.parent().unwrap().exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }

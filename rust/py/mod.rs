@@ -2,30 +2,86 @@
 //!
 //! Arguments are checked in Python; this module converts engine errors at one point
 //! (`to_py_err`), releases the GIL around file work and hands out raw lines as `bytes`.
+//!
+//! The binding never imports the package above it: `sessiontree.errors` hands its
+//! exception classes to `_register_error_classes` once, at import, and `to_py_err` only
+//! looks them up.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 mod pyjson;
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyType};
 
 use crate::engine::arena::{Kind, Role, NONE};
-use crate::engine::store::{Fault, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
-use crate::engine::{Durability, EngineError, Limits, Store};
+#[cfg(feature = "test-hooks")]
+use crate::engine::store::Fault;
+use crate::engine::store::{OpenOptions, DEFAULT_INDEX_MIN_BYTES};
+use crate::engine::{Durability, EngineError, ErrorCode, Limits, Store};
 
-/// Converts an engine error into the matching `sessiontree.errors.SessionError` subclass.
+/// The `SessionError` subclass of each code, in `ErrorCode::ALL` order; registered once by
+/// `sessiontree.errors` (a reload registers again and replaces them).
+static ERROR_CLASSES: Mutex<Vec<Py<PyType>>> = Mutex::new(Vec::new());
+
+/// Stores the exception class of every error code: `base` is `SessionError`, `by_code`
+/// maps each code to its subclass (a missing code falls back to `base`).
+#[pyfunction]
+fn _register_error_classes(
+    base: &Bound<'_, PyType>,
+    by_code: &Bound<'_, PyMapping>,
+) -> PyResult<()> {
+    let mut classes = Vec::with_capacity(ErrorCode::ALL.len());
+    for code in ErrorCode::ALL {
+        let cls = if by_code.contains(code.as_str())? {
+            by_code
+                .get_item(code.as_str())?
+                .cast_into::<PyType>()
+                .map_err(|_| {
+                    PyTypeError::new_err(format!("the class for {:?} is not a type", code.as_str()))
+                })?
+        } else {
+            base.clone()
+        };
+        if !cls.is_subclass(base)? {
+            return Err(PyTypeError::new_err(format!(
+                "the class for {:?} does not derive from the base class",
+                code.as_str()
+            )));
+        }
+        classes.push(cls.unbind());
+    }
+    *ERROR_CLASSES.lock().unwrap_or_else(|p| p.into_inner()) = classes;
+    Ok(())
+}
+
+/// Converts an engine error into its registered `SessionError` subclass, with an `io`
+/// error's `OSError` as `__cause__`.
 fn to_py_err(py: Python<'_>, e: EngineError) -> PyErr {
-    let build = || -> PyResult<PyErr> {
-        let errors = py.import("sessiontree.errors")?;
-        let exc =
-            errors
-                .getattr("_from_core")?
-                .call1((e.code.as_str(), e.message.as_str(), e.errno))?;
-        Ok(PyErr::from_value(exc))
+    let cls = ERROR_CLASSES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(e.code as usize)
+        .map(|c| c.clone_ref(py));
+    let Some(cls) = cls else {
+        // Only reachable when `_core` is used before `sessiontree.errors` was imported.
+        return PyRuntimeError::new_err(e.to_string());
     };
-    build().unwrap_or_else(|err| err)
+    let err = match cls.bind(py).call1((e.code.as_str(), e.message.as_str())) {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(failed) => return failed,
+    };
+    if let Some(errno) = e.errno {
+        // `OSError(errno, strerror)` picks the builtin subclass (`FileNotFoundError`, …)
+        // and sets `.errno`, as Python's own `os` functions do.
+        let os = std::io::Error::from_raw_os_error(errno).to_string();
+        let suffix = format!(" (os error {errno})");
+        let strerror = os.strip_suffix(&suffix).unwrap_or(&os).to_owned();
+        err.set_cause(py, Some(PyOSError::new_err((errno, strerror))));
+    }
+    err
 }
 
 fn limits(
@@ -612,6 +668,9 @@ impl PyEngine {
     }
 
     /// Test hook: the next write ("write") or sync ("sync") fails with `errno`; None clears.
+    ///
+    /// Present only in builds with the `test-hooks` feature (the dev build).
+    #[cfg(feature = "test-hooks")]
     #[pyo3(signature = (kind=None, errno=5))]
     fn inject_fault(&mut self, kind: Option<&str>, errno: i32) -> PyResult<()> {
         let fault = match kind {
@@ -638,6 +697,7 @@ impl PyEngine {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
+    m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

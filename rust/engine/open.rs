@@ -1,0 +1,414 @@
+//! Opening a store: a memory buffer, a new file, or an existing file (lock, header, persisted
+//! index, scan, torn tail), and the backing that holds the bytes afterwards.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use memchr::memchr;
+
+use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::hooks;
+#[cfg(feature = "test-hooks")]
+use crate::engine::hooks::Fault;
+use crate::engine::index;
+use crate::engine::jsonl::{
+    self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, Limits,
+};
+use crate::engine::line::parse_header;
+use crate::engine::store::Store;
+use crate::engine::syncer::GroupSync;
+
+pub(super) struct FileBacking {
+    pub(super) path: PathBuf,
+    pub(super) file: File,
+    pub(super) writable: bool,
+    pub(super) durability: Durability,
+    /// Bytes appended but not yet written (`none` durability).
+    pub(super) pending: Vec<u8>,
+    /// Bytes of the file that are ours (written and scanned).
+    pub(super) written_len: u64,
+    pub(super) dev_ino: (u64, u64),
+    pub(super) sync: Option<GroupSync>,
+    /// A failure to simulate on the next write or sync (tests of the error paths).
+    #[cfg(feature = "test-hooks")]
+    pub(super) fault: Option<Fault>,
+}
+
+pub(super) enum Backing {
+    Memory(Vec<u8>),
+    File(FileBacking),
+}
+
+/// Options for opening a file.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Open without the writer lock; never change the file.
+    pub readonly: bool,
+    /// Raise `corrupt` on any problem the lenient reader would report.
+    pub strict: bool,
+    /// The durability of appends.
+    pub durability: Durability,
+    /// Size limits.
+    pub limits: Limits,
+    /// Use and keep a persisted index (`<file>.idx`) once a file reaches this many bytes;
+    /// `None` never reads or writes one.
+    pub index_min_bytes: Option<u64>,
+}
+
+/// Files smaller than this open fast enough without a persisted index.
+pub const DEFAULT_INDEX_MIN_BYTES: u64 = 8 << 20;
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            readonly: false,
+            strict: false,
+            durability: Durability::Group,
+            limits: Limits::default(),
+            index_min_bytes: Some(DEFAULT_INDEX_MIN_BYTES),
+        }
+    }
+}
+
+/// What happened to the persisted index at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexStatus {
+    /// Not used: disabled, a memory store, or a file below the size threshold.
+    Unused,
+    /// A valid index was loaded; only lines after it were scanned.
+    Loaded,
+    /// There was none; one was written after the scan.
+    Created,
+    /// An index was there but stale, torn or foreign: ignored, and a new one written.
+    Rebuilt,
+}
+
+impl IndexStatus {
+    /// The string used by Python's `index_status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexStatus::Unused => "unused",
+            IndexStatus::Loaded => "loaded",
+            IndexStatus::Created => "created",
+            IndexStatus::Rebuilt => "rebuilt",
+        }
+    }
+}
+
+fn check_header_line(line: &[u8]) -> Result<String> {
+    let text = std::str::from_utf8(line)
+        .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+}
+
+impl Store {
+    /// A store kept in memory, starting from a header line (no newline).
+    pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
+        let id = check_header_line(header)?;
+        let mut buf = Vec::with_capacity(header.len() + 1);
+        buf.extend_from_slice(header);
+        buf.push(b'\n');
+        Ok(Store::new(
+            Backing::Memory(buf),
+            header.to_vec(),
+            id,
+            limits,
+        ))
+    }
+
+    /// Loads a whole JSONL document held in memory (header first) into a memory store.
+    pub fn memory_from_bytes(data: &[u8], strict: bool, limits: Limits) -> Result<Store> {
+        let header_end = memchr(b'\n', data)
+            .ok_or_else(|| EngineError::new(ErrorCode::Corrupt, "missing session header"))?;
+        let mut store = Store::memory(&data[..header_end], limits)?;
+        store.strict = strict;
+        let body = &data[header_end + 1..];
+        let end = scan(
+            &mut &body[..],
+            (header_end + 1) as u64,
+            2,
+            limits.max_line_bytes,
+            body.len(),
+            |batch| store.ingest_batch(batch),
+        )
+        .map_err(|e| scan_error(Path::new("<memory>"), e))?;
+        if let Backing::Memory(buf) = &mut store.backing {
+            buf.extend_from_slice(&data[header_end + 1..end.good_len as usize]);
+        }
+        store.next_line_no = end.next_line_no;
+        store.note_torn_tail(data.len() as u64 - end.good_len, end.good_len)?;
+        Ok(store)
+    }
+
+    /// Creates a new session file holding `header`; refuses an existing file (`exists`).
+    pub fn create(
+        path: &Path,
+        header: &[u8],
+        durability: Durability,
+        limits: Limits,
+    ) -> Result<Store> {
+        let id = check_header_line(header)?;
+        if memchr(b'\n', header).is_some() {
+            return err(ErrorCode::InvalidArgument, "the header must be one line");
+        }
+        let exists = || {
+            EngineError::new(
+                ErrorCode::Exists,
+                format!("{} already exists", path.display()),
+            )
+        };
+        if path.symlink_metadata().is_ok() {
+            return Err(exists());
+        }
+        // The header is written under a temporary name and linked into place, so the
+        // session name never shows a file without its header, even after a crash.
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(
+            ".creating-{}-{:08x}",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
+        let tmp = PathBuf::from(tmp);
+        let mut file = create_private(&tmp)
+            // A missing directory is an OS error, not an unknown session (API.md: `io`).
+            .map_err(|e| EngineError::os(format!("creating {}", path.display()), &e))?;
+        let cleanup = |e: EngineError| {
+            let _ = std::fs::remove_file(&tmp);
+            e
+        };
+        lock_writer(&file, path).map_err(cleanup)?;
+        let mut line = header.to_vec();
+        line.push(b'\n');
+        let io_err = |e: std::io::Error| EngineError::os(format!("writing {}", path.display()), &e);
+        write_header(&mut file, &line, durability, &tmp).map_err(|e| cleanup(io_err(e)))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(cleanup(exists()))
+            }
+            // No hard links on this file system: move the name instead (the check above
+            // makes overwriting a file created meanwhile unlikely, not impossible).
+            Err(_) => std::fs::rename(&tmp, path).map_err(|e| cleanup(io_err(e)))?,
+        }
+        if durability != Durability::None {
+            jsonl::sync_parent_dir(path).map_err(io_err)?;
+        }
+        let meta = file.metadata().map_err(io_err)?;
+        let sync = (durability == Durability::Group)
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let backing = Backing::File(FileBacking {
+            path: path.to_path_buf(),
+            file,
+            writable: true,
+            durability,
+            pending: Vec::new(),
+            written_len: line.len() as u64,
+            dev_ino: (meta.dev(), meta.ino()),
+            sync,
+            #[cfg(feature = "test-hooks")]
+            fault: None,
+        });
+        let mut store = Store::new(backing, header.to_vec(), id, limits);
+        store.index_min_bytes = Some(DEFAULT_INDEX_MIN_BYTES);
+        Ok(store)
+    }
+
+    /// Sets when this store keeps a persisted index (`None`: never).
+    pub fn set_index_min_bytes(&mut self, min: Option<u64>) {
+        self.index_min_bytes = min;
+    }
+
+    /// Opens a session file; a writer takes the lock and cuts a torn tail into a side file.
+    pub fn open(path: &Path, opts: OpenOptions) -> Result<Store> {
+        let ctx = |what: &str| format!("{what} {}", path.display());
+        let file = if opts.readonly {
+            File::open(path)
+        } else {
+            open_nofollow(path, true)
+        }
+        .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        if !opts.readonly {
+            lock_writer(&file, path)?;
+            index::remove_stale_temp(path);
+        }
+        let meta = file
+            .metadata()
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        if !meta.is_file() {
+            return err(
+                ErrorCode::Io,
+                format!("{} is not a regular file", path.display()),
+            );
+        }
+        // The header: read up to its newline.
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, &file);
+        let mut header = Vec::new();
+        {
+            use std::io::{BufRead, Read};
+            let mut limited = (&mut reader).take(opts.limits.max_line_bytes as u64 + 1);
+            limited
+                .read_until(b'\n', &mut header)
+                .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        }
+        if header.last() != Some(&b'\n') {
+            return err(
+                ErrorCode::Corrupt,
+                format!("{}: missing or incomplete session header", path.display()),
+            );
+        }
+        header.pop();
+        if header.last() == Some(&b'\r') {
+            header.pop();
+        }
+        let id = check_header_line(&header)
+            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
+        let header_len = reader
+            .stream_position()
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let sync = (!opts.readonly && opts.durability == Durability::Group)
+            .then(|| file.try_clone().ok())
+            .flatten()
+            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let backing = Backing::File(FileBacking {
+            path: path.to_path_buf(),
+            file: file
+                .try_clone()
+                .map_err(|e| EngineError::io(ctx("opening"), &e))?,
+            writable: !opts.readonly,
+            durability: opts.durability,
+            pending: Vec::new(),
+            written_len: header_len,
+            dev_ino: (meta.dev(), meta.ino()),
+            sync,
+            #[cfg(feature = "test-hooks")]
+            fault: None,
+        });
+        let mut store = Store::new(backing, header, id, opts.limits);
+        store.strict = opts.strict;
+        store.next_line_no = 2;
+        store.index_min_bytes = opts.index_min_bytes;
+        let mut start = header_len;
+        let mut had_index = false;
+        if opts.index_min_bytes.is_some() {
+            match index::load(path, &file, &store.header, meta.len()) {
+                Ok(loaded) => {
+                    if opts.strict {
+                        if let Some(first) = loaded.issues.first() {
+                            return err(
+                                ErrorCode::Corrupt,
+                                format!(
+                                    "line {} (byte {}): {}: {}",
+                                    first.line,
+                                    first.offset,
+                                    first.kind.as_str(),
+                                    first.message
+                                ),
+                            );
+                        }
+                    }
+                    store.arena = loaded.arena;
+                    store.report.issues = loaded.issues;
+                    store.next_line_no = loaded.next_line_no;
+                    store.indexed_len = loaded.covered;
+                    store.index_status = IndexStatus::Loaded;
+                    start = loaded.covered;
+                    reader
+                        .seek(SeekFrom::Start(start))
+                        .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+                }
+                Err(index::Rejected::Invalid) => had_index = true,
+                Err(index::Rejected::Missing) => {}
+            }
+        }
+        if let Backing::File(b) = &mut store.backing {
+            b.written_len = start;
+        }
+        let torn = store.scan_from(&mut reader, start)?;
+        drop(reader);
+        if torn > 0 {
+            let good = store.file_backing().map_or(0, |b| b.written_len);
+            store.note_torn_tail(torn, good)?;
+            if !opts.readonly {
+                store.cut_torn_tail(torn)?;
+            }
+        }
+        if store.index_status != IndexStatus::Loaded || store.unindexed_bytes() > 0 {
+            let before = store.index_status;
+            if store.refresh_index(had_index) {
+                store.index_status = match before {
+                    IndexStatus::Loaded => IndexStatus::Loaded,
+                    _ if had_index => IndexStatus::Rebuilt,
+                    _ => IndexStatus::Created,
+                };
+            }
+        }
+        Ok(store)
+    }
+
+    /// Bytes of the file past what the persisted index covers.
+    pub(super) fn unindexed_bytes(&self) -> u64 {
+        self.file_backing()
+            .map_or(0, |b| b.written_len.saturating_sub(self.indexed_len))
+    }
+
+    /// Writes the persisted index when enough of the file is not covered by it (or `force`
+    /// and the file is large enough). Best effort: a failure only costs the next open a
+    /// scan. Returns whether an index was written.
+    pub(super) fn refresh_index(&mut self, force: bool) -> bool {
+        let Some(min) = self.index_min_bytes else {
+            return false;
+        };
+        let Backing::File(b) = &self.backing else {
+            return false;
+        };
+        let uncovered = b.written_len.saturating_sub(self.indexed_len);
+        let big = b.written_len >= min;
+        if !big || uncovered == 0 || (!force && uncovered < min && self.indexed_len > 0) {
+            return false;
+        }
+        let bytes = index::encode(
+            &b.file,
+            &self.header,
+            &self.arena,
+            b.written_len,
+            self.next_line_no,
+            &self.report.issues,
+        );
+        match bytes.and_then(|bytes| index::write(&b.path, &bytes)) {
+            Ok(()) => {
+                self.indexed_len = b.written_len;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// What happened to the persisted index at open.
+    pub fn index_status(&self) -> IndexStatus {
+        self.index_status
+    }
+}
+
+/// Writes (and unless `none`, syncs) a new file's header line.
+fn write_header(
+    file: &mut File,
+    line: &[u8],
+    durability: Durability,
+    path: &Path,
+) -> std::io::Result<()> {
+    if let Some(errno) = hooks::create_fault() {
+        return Err(std::io::Error::from_raw_os_error(errno));
+    }
+    file.write_all(line)?;
+    if durability != Durability::None {
+        file.sync_all()?;
+        jsonl::sync_parent_dir(path)?;
+    }
+    Ok(())
+}

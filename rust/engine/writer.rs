@@ -1,0 +1,235 @@
+//! Writing: appends checked by the reader's own parser, the pending buffer of `none`
+//! durability, flushes and syncs, and the checks that refuse to write over another
+//! program's change.
+
+use std::os::unix::fs::{FileExt, MetadataExt};
+
+use memchr::memchr;
+
+use crate::engine::arena::RefProblem;
+use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::jsonl::Durability;
+use crate::engine::line::parse_entry;
+use crate::engine::open::{Backing, FileBacking};
+use crate::engine::store::Store;
+
+/// `none` durability writes its buffer out once it holds this much.
+const BUFFER_LIMIT: usize = 1 << 16;
+
+impl Store {
+    /// Appends one entry line (compact JSON, no newline); returns its arena index.
+    ///
+    /// The line is parsed by the same code as the reader, so what is written is exactly
+    /// what a reopen will see. Nothing is written when the line or its references are bad.
+    pub fn append(&mut self, line: &[u8]) -> Result<u32> {
+        self.check_open()?;
+        if self.is_readonly() {
+            return err(ErrorCode::Readonly, "the session storage is read-only");
+        }
+        if line.len() > self.limits.max_line_bytes {
+            return err(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "entry of {} bytes is over the line limit of {}",
+                    line.len(),
+                    self.limits.max_line_bytes
+                ),
+            );
+        }
+        if memchr(b'\n', line).is_some() {
+            return err(
+                ErrorCode::InvalidArgument,
+                "an entry line must not contain a newline",
+            );
+        }
+        if self.limits.depth_exceeded(line) {
+            return err(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "entry nests deeper than the limit of {}",
+                    self.limits.max_depth
+                ),
+            );
+        }
+        let text = simdutf8::basic::from_utf8(line)
+            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
+        let parsed = parse_entry(text, self.limits.max_id_bytes).map_err(|e| {
+            let code = if e.0.contains("over the limit") {
+                ErrorCode::LimitExceeded
+            } else {
+                ErrorCode::InvalidArgument
+            };
+            EngineError::new(code, e.0)
+        })?;
+        let (parent, target, problems) = self.arena.resolve(&parsed);
+        if let Some(p) = problems.first() {
+            let (code, message) = match p {
+                RefProblem::DuplicateId => (
+                    ErrorCode::DuplicateId,
+                    format!("entry id {:?} already exists", parsed.id),
+                ),
+                RefProblem::DanglingParent => (
+                    ErrorCode::NotFound,
+                    format!(
+                        "parent entry {:?} not found",
+                        parsed.parent_id.as_deref().unwrap_or_default()
+                    ),
+                ),
+                RefProblem::UnknownLeafTarget | RefProblem::UnknownLabelTarget => (
+                    ErrorCode::NotFound,
+                    format!(
+                        "target entry {:?} not found",
+                        parsed.target_id.as_deref().unwrap_or_default()
+                    ),
+                ),
+            };
+            return err(code, message);
+        }
+        let offset = self.byte_len();
+        self.write_line(line)?;
+        let line_no = self.next_line_no;
+        self.next_line_no += 1;
+        Ok(self
+            .arena
+            .push(&parsed, parent, target, offset, line.len() as u32, line_no))
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> Result<()> {
+        let Backing::File(b) = &mut self.backing else {
+            if let Backing::Memory(buf) = &mut self.backing {
+                buf.extend_from_slice(line);
+                buf.push(b'\n');
+            }
+            return Ok(());
+        };
+        if let Some(sync) = &b.sync {
+            if let Err(e) = sync.mark_dirty_check() {
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
+        }
+        if b.durability == Durability::None {
+            check_unchanged(b)?;
+        }
+        b.pending.extend_from_slice(line);
+        b.pending.push(b'\n');
+        if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
+            return Ok(());
+        }
+        let res = write_pending(b);
+        if let Err(e) = res {
+            self.poisoned = e.1.then(|| e.0.clone());
+            return Err(e.0);
+        }
+        Ok(())
+    }
+
+    /// Writes buffered appends and, unless durability is `none`, syncs them.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_open()?;
+        let Backing::File(b) = &mut self.backing else {
+            return Ok(());
+        };
+        if !b.writable {
+            return Ok(());
+        }
+        if !b.pending.is_empty() {
+            if let Err(e) = write_pending(b) {
+                self.poisoned = e.1.then(|| e.0.clone());
+                return Err(e.0);
+            }
+        }
+        if b.durability != Durability::None {
+            if let Err(e) = sync_file(b) {
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `fdatasync`, or the injected sync fault.
+fn sync_file(b: &mut FileBacking) -> Result<()> {
+    let res = match b.take_sync_fault() {
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => b.file.sync_data(),
+    };
+    res.map_err(|e| {
+        EngineError::io(
+            format!(
+                "syncing {} (the storage is now unusable; reopen it)",
+                b.path.display()
+            ),
+            &e,
+        )
+    })
+}
+
+/// Refuses to write when the file changed size or was replaced since we last wrote.
+fn check_unchanged(b: &FileBacking) -> Result<()> {
+    let changed = |why: &str| {
+        err(
+            ErrorCode::ModifiedExternally,
+            format!(
+                "{} {why} since it was opened; nothing was written (reopen it)",
+                b.path.display()
+            ),
+        )
+    };
+    match std::fs::symlink_metadata(&b.path) {
+        Ok(m) if (m.dev(), m.ino()) == b.dev_ino => {}
+        Ok(_) => return changed("was replaced"),
+        Err(_) => return changed("was removed"),
+    }
+    match b.file.metadata() {
+        Ok(m) if m.len() == b.written_len => Ok(()),
+        Ok(_) => changed("was changed by another program"),
+        Err(e) => Err(EngineError::io(
+            format!("checking {}", b.path.display()),
+            &e,
+        )),
+    }
+}
+
+/// Writes `pending` in one `write`; on failure trims any partial line back off.
+///
+/// The error's flag says whether the handle must be poisoned (the trim also failed, or
+/// a sync failed, so the file state is unknown).
+fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, bool)> {
+    // Buffered (`none`) appends are already in the index: losing them must poison.
+    let buffered = b.durability == Durability::None;
+    if let Err(e) = check_unchanged(b) {
+        if !buffered {
+            // The one line of this append was never written: forget it.
+            b.pending.clear();
+        }
+        return Err((e, buffered));
+    }
+    let path = b.path.display().to_string();
+    let written = match b.take_write_fault() {
+        Some(errno) => {
+            let half = &b.pending[..b.pending.len() / 2];
+            b.file
+                .write_all_at(half, b.written_len)
+                .and(Err(std::io::Error::from_raw_os_error(errno)))
+        }
+        None => b.file.write_all_at(&b.pending, b.written_len),
+    };
+    if let Err(e) = written {
+        let error = EngineError::io(format!("appending to {path}"), &e);
+        b.pending.clear();
+        let trimmed = b.file.set_len(b.written_len).is_ok();
+        return Err((error, buffered || !trimmed));
+    }
+    b.written_len += b.pending.len() as u64;
+    b.pending.clear();
+    match b.durability {
+        Durability::Fsync => sync_file(b).map_err(|e| (e, true)),
+        Durability::Group => match &b.sync {
+            Some(s) => s.mark_dirty().map_err(|e| (e, true)),
+            None => Ok(()),
+        },
+        Durability::None | Durability::Flush => Ok(()),
+    }
+}
