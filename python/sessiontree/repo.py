@@ -54,8 +54,8 @@ from .storage import (
     JsonlSessionStorage,
     Limits,
     SessionStorage,
-    _EngineStorage,
 )
+from .storage.engine import _EngineStorage
 from .types import SessionMetadata
 
 __all__ = [

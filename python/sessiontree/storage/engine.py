@@ -1,0 +1,317 @@
+"""What both engine-backed storages share: the Rust engine handle, limits and argument checks."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import _core
+from .._util import now_iso
+from ..entries import (
+    LeafEntry,
+    SessionHeader,
+    SessionTreeEntry,
+    _trusted_entry_reader,
+    entry_from_dict,
+    entry_from_json,
+    entry_to_json,
+    header_from_dict,
+    header_to_json,
+)
+from ..errors import SessionError
+from ..types import LoadIssue, LoadReport, SessionStats
+from .base import DURABILITY_MODES, SessionStorage
+
+__all__ = ["Limits"]
+
+
+_MAX_ID_BYTES = 256
+
+
+class Limits:
+    """Limits on what a session file may contain (``limit_exceeded`` when passed).
+
+    Attributes:
+        max_line_bytes: longest entry line (default 256 MiB).
+        max_depth: deepest JSON nesting (default and hard cap 128).
+        max_id_bytes: longest entry id (default 256).
+    """
+
+    __slots__ = ("max_depth", "max_id_bytes", "max_line_bytes")
+
+    def __init__(
+        self,
+        max_line_bytes: int | None = None,
+        max_depth: int | None = None,
+        max_id_bytes: int | None = None,
+    ) -> None:
+        for name, value in (
+            ("max_line_bytes", max_line_bytes),
+            ("max_depth", max_depth),
+            ("max_id_bytes", max_id_bytes),
+        ):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise SessionError("invalid_argument", f"{name} must be a positive int")
+        if max_id_bytes is not None and max_id_bytes > _MAX_ID_BYTES:
+            # Readers accept ids up to 256 bytes (FORMAT.md); the limit only tightens it.
+            raise SessionError("invalid_argument", f"max_id_bytes must be at most {_MAX_ID_BYTES}")
+        self.max_line_bytes = max_line_bytes
+        self.max_depth = max_depth
+        self.max_id_bytes = max_id_bytes
+
+    def kwargs(self) -> dict[str, int | None]:
+        """Keyword arguments for the engine."""
+        return {
+            "max_line_bytes": self.max_line_bytes,
+            "max_depth": self.max_depth,
+            "max_id_bytes": self.max_id_bytes,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Limits(max_line_bytes={self.max_line_bytes}, max_depth={self.max_depth}, "
+            f"max_id_bytes={self.max_id_bytes})"
+        )
+
+
+def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise SessionError("invalid_argument", f"{name} must be a str, not {type(value).__name__}")
+
+
+def _from_dicts(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
+    """Builds entries from the dicts the engine parses (no second JSON parse in Python).
+
+    The engine validated every line's fields when it loaded or appended it, so the entries
+    are built without a second validation (``entries._trusted_entry_reader``).
+    """
+    return _materialize(fetch, _trusted_entry_reader())
+
+
+def _materialize(
+    fetch: Callable[[], Sequence[Any]], make: Callable[[Any], SessionTreeEntry]
+) -> list[SessionTreeEntry]:
+    """``[make(x) for x in fetch()]`` with the cyclic garbage collector paused.
+
+    Building thousands of (acyclic) dicts and entry objects otherwise triggers repeated
+    full collections that cost about a third of the time. The pause covers one call, on
+    this thread; the collector runs again as soon as it returns.
+    """
+    if not gc.isenabled():
+        return [make(x) for x in fetch()]
+    gc.disable()
+    try:
+        return [make(x) for x in fetch()]
+    finally:
+        gc.enable()
+
+
+class _EngineStorage(SessionStorage):
+    """The engine-backed implementation shared by both storages."""
+
+    _engine: _core.Engine
+    _header: SessionHeader | None
+
+    def __init__(self, engine: _core.Engine) -> None:
+        self._engine = engine
+        self._header = None
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._engine.closed
+
+    def _check(self) -> None:
+        if self._engine.closed:
+            raise SessionError("closed", "the session storage is closed")
+
+    def get_metadata(self) -> SessionHeader:
+        self._check()
+        if self._header is None:
+            self._header = header_from_dict(json.loads(self._engine.header()))
+        return self._header
+
+    @property
+    def session_id(self) -> str:
+        """The session id from the header."""
+        return self._engine.session_id
+
+    def get_leaf_id(self) -> str | None:
+        self._check()
+        leaf = self._engine.leaf()
+        return None if leaf is None else self._engine.id_of(leaf)
+
+    def set_leaf_id(self, entry_id: str | None) -> None:
+        _check_id_arg("entry_id", entry_id, optional=True)
+        self._check()
+        entry = LeafEntry(
+            id=self._engine.create_entry_id(),
+            parent_id=self.get_leaf_id(),
+            timestamp=now_iso(),
+            target_id=entry_id,
+        )
+        self._engine.append(entry_to_json(entry))
+
+    def create_entry_id(self) -> str:
+        self._check()
+        return self._engine.create_entry_id()
+
+    def append_entry(self, entry: SessionTreeEntry) -> None:
+        if not isinstance(entry, SessionTreeEntry):
+            raise SessionError(
+                "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
+            )
+        self._check()
+        self._engine.append(entry_to_json(entry))
+
+    def get_entry(self, entry_id: str) -> SessionTreeEntry | None:
+        _check_id_arg("entry_id", entry_id, optional=False)
+        self._check()
+        idx = self._engine.lookup(entry_id)
+        return None if idx is None else entry_from_dict(self._engine.objects([idx])[0])
+
+    def find_entries(self, type: str) -> list[SessionTreeEntry]:
+        _check_id_arg("type", type, optional=False)
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.objects(engine.find(type)))
+
+    def get_label(self, entry_id: str) -> str | None:
+        _check_id_arg("entry_id", entry_id, optional=False)
+        self._check()
+        # API.md: an unknown id is ``not_found`` everywhere but ``get_entry``; ``None``
+        # would hide a typo as "no label".
+        if self._engine.lookup(entry_id) is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return self._engine.label(entry_id)
+
+    def get_labels(self) -> dict[str, str]:
+        self._check()
+        return self._engine.labels()
+
+    def get_session_name(self) -> str | None:
+        self._check()
+        return self._engine.name()
+
+    def get_path_to_root_or_compaction(self, leaf_id: str | None) -> list[SessionTreeEntry]:
+        _check_id_arg("leaf_id", leaf_id, optional=True)
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.path_objects(leaf_id, True))
+
+    def get_path_to_root(self, entry_id: str | None) -> list[SessionTreeEntry]:
+        _check_id_arg("entry_id", entry_id, optional=True)
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.path_objects(entry_id, False))
+
+    def get_children(self, entry_id: str | None) -> list[SessionTreeEntry]:
+        _check_id_arg("entry_id", entry_id, optional=True)
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.objects(engine.children(entry_id)))
+
+    def get_entries(
+        self,
+        type: str | None = None,
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+        reverse: bool = False,
+    ) -> list[SessionTreeEntry]:
+        _check_id_arg("type", type, optional=True)
+        _check_id_arg("since", since, optional=True)
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise SessionError("invalid_argument", "limit must be an int or None")
+        if limit is not None and limit < 0:
+            raise SessionError("invalid_argument", f"limit must not be negative (got {limit})")
+        self._check()
+        idxs = self._engine.select(type, since, limit, bool(reverse))
+        engine = self._engine
+        return _from_dicts(lambda: engine.objects(idxs))
+
+    def get_session_stats(self) -> SessionStats:
+        self._check()
+        return SessionStats(*self._engine.stats())
+
+    def __len__(self) -> int:
+        self._check()
+        return len(self._engine)
+
+    @property
+    def load_report(self) -> LoadReport:
+        """What loading found: skipped lines and the size of a torn tail."""
+        issues, torn = self._engine.report()
+        return LoadReport(tuple(LoadIssue(*i) for i in issues), torn)
+
+    def flush(self) -> None:
+        """Writes buffered appends out (and syncs them unless durability is ``none``)."""
+        self._engine.flush()
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def get_branch_entries(
+        self, leaf_id: str | None, *, known: Mapping[str, SessionTreeEntry] | None = None
+    ) -> list[SessionTreeEntry]:
+        if not known:
+            return self.get_path_to_root_or_compaction(leaf_id)
+        _check_id_arg("leaf_id", leaf_id, optional=True)
+        self._check()
+        engine = self._engine
+        idxs = engine.path_indices(leaf_id, True)
+        ids = [engine.id_of(i) for i in idxs]
+        missing = [i for i, entry_id in zip(idxs, ids, strict=True) if entry_id not in known]
+        made = iter(_from_dicts(lambda: engine.objects(missing)))
+        return [known[entry_id] if entry_id in known else next(made) for entry_id in ids]
+
+    def get_entries_with_parents(self) -> tuple[list[SessionTreeEntry], list[int]]:
+        self._check()
+        engine = self._engine
+        return _from_dicts(lambda: engine.objects(range(len(engine)))), engine.parents()
+
+    def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
+        _check_id_arg("leaf_id", leaf_id, optional=True)
+        self._check()
+        return [entry_from_json(line) for line in self._engine.state_lines(leaf_id) if line]
+
+
+def _make_header(header: SessionHeader | None) -> bytes:
+    if header is None:
+        header = SessionHeader.generate()
+    elif not isinstance(header, SessionHeader):
+        raise SessionError(
+            "invalid_argument", f"header must be a SessionHeader, not {type(header).__name__}"
+        )
+    return header_to_json(header)
+
+
+def _check_durability(durability: object) -> str:
+    if durability not in DURABILITY_MODES:
+        raise SessionError(
+            "invalid_argument",
+            f"durability must be one of {', '.join(DURABILITY_MODES)} (got {durability!r})",
+        )
+    return str(durability)
+
+
+def _index(index: object) -> dict[str, Any]:
+    if isinstance(index, bool):
+        return {"index": index}
+    if isinstance(index, int) and index >= 0:
+        return {"index": True, "index_min_bytes": index}
+    raise SessionError("invalid_argument", "index must be a bool or a byte count >= 0")
+
+
+def _limits(limits: Limits | None) -> dict[str, Any]:
+    if limits is None:
+        return {}
+    if not isinstance(limits, Limits):
+        raise SessionError("invalid_argument", "limits must be a sessiontree.Limits")
+    return limits.kwargs()
