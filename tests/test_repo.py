@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 import sessiontree as st
-import sessiontree.repo as repo_mod
+import sessiontree.repo.files as repo_files
+import sessiontree.repo.jsonl as repo_jsonl
 from sessiontree.entries import MessageEntry, SessionTreeEntry
 from sessiontree.errors import SessionError
 from sessiontree.repo import (
@@ -948,7 +949,7 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             opened.append(os.path.basename(os.fspath(path)))
         return real(cls, path, **kwargs)
 
-    monkeypatch.setattr(repo_mod.JsonlSessionStorage, "open", classmethod(spy))
+    monkeypatch.setattr(st.JsonlSessionStorage, "open", classmethod(spy))
     return opened
 
 
@@ -1214,7 +1215,7 @@ def test_fork_failure_before_publish_leaves_nothing(
             raise OSError(28, "No space left on device")
         os.replace(tmp, final)
 
-    monkeypatch.setattr(repo_mod, "_publish", boom)
+    monkeypatch.setattr(repo_files, "_publish", boom)
     with pytest.raises(SessionError) as exc:
         jrepo.fork(sid)
     assert exc.value.code == "io"
@@ -1229,10 +1230,10 @@ def test_fork_crash_before_publish_leaves_no_session_file(jrepo: JsonlSessionRep
         sid = s.id
     code = textwrap.dedent(
         f"""
-        import os, sessiontree.repo as r
+        import os, sessiontree.repo as r, sessiontree.repo.files as files
         def crash(tmp, final, replace):
             os._exit(3)  # the process dies between writing and publishing
-        r._publish = crash
+        files._publish = crash
         r.JsonlSessionRepo({jrepo.root_dir!r}).fork({sid!r})
         """
     )
@@ -1250,7 +1251,7 @@ def test_fork_never_overwrites(jrepo: JsonlSessionRepo, monkeypatch: pytest.Monk
     with jrepo.create(cwd="/w") as s:
         sid = s.id
     original = pathlib.Path(jrepo.path_for("taken")).read_bytes()
-    monkeypatch.setattr(repo_mod, "uuid7", lambda: "taken")
+    monkeypatch.setattr(repo_jsonl, "uuid7", lambda: "taken")
     with pytest.raises(SessionError) as exc:
         jrepo.fork(sid)
     assert exc.value.code == "exists"

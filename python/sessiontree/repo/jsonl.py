@@ -1,0 +1,415 @@
+"""``JsonlSessionRepo``: one JSONL file per session in a directory."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import fcntl
+import json
+import os
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+from .._util import fspath_arg, uuid7
+from ..errors import SessionError
+from ..session import Session
+from ..storage import (
+    DURABILITY_MODES,
+    Durability,
+    JsonlSessionStorage,
+    Limits,
+)
+from ..types import SessionMetadata
+from .base import (
+    _SESSION_ID_RE,
+    _SUFFIX,
+    ForkPosition,
+    SessionRef,
+    SessionRepo,
+    _check_fork_args,
+    _check_list_args,
+    _check_session_id,
+    _new_header,
+    _ref_id,
+    _select,
+)
+from .files import (
+    _O_CLOEXEC,
+    _O_NOFOLLOW,
+    _is_regular,
+    _make_private_dir,
+    _os_error,
+    _unlink_quietly,
+    _write_atomically,
+)
+from .fork import _fork_document
+from .list_cache import (
+    _CACHE_FORMAT,
+    _CACHE_MAX_BYTES,
+    _CACHE_NAME,
+    _CACHE_VERSION,
+    _row_from_json,
+    _row_to_json,
+)
+from .metadata import _metadata_from_engine
+
+__all__ = ["JsonlSessionRepo"]
+
+
+class JsonlSessionRepo(SessionRepo):
+    """Sessions as JSONL files in one directory: ``<root_dir>/<session id>.jsonl``.
+
+    The directory is created (mode 0700) if missing; session files are created exclusively
+    with mode 0600, whatever the umask. Ids given by the caller must be safe file names
+    (see :func:`is_valid_session_id`); they are refused, never rewritten.
+
+    :meth:`list` keeps a cache of what it shows per file in
+    ``<root_dir>/.sessiontree-list-cache.json``, keyed by each file's size, modification
+    time and inode, so unchanged files are not read again (also across processes). A
+    damaged or foreign cache is ignored and rebuilt; deleting it is always safe.
+
+    Args:
+        root_dir: the directory of session files.
+        durability: durability of the sessions opened through this repo (see
+            :class:`~sessiontree.storage.JsonlSessionStorage`).
+        limits: size limits applied when reading and writing session files.
+
+    Raises:
+        SessionError: ``io`` if the directory cannot be created or is not a directory.
+
+    >>> import tempfile
+    >>> repo = JsonlSessionRepo(tempfile.mkdtemp())
+    >>> with repo.create(cwd="/w", name="first") as s:
+    ...     pass
+    >>> [m.name for m in repo.list()]
+    ['first']
+    """
+
+    def __init__(
+        self,
+        root_dir: str | os.PathLike[str],
+        *,
+        durability: Durability = "group",
+        limits: Limits | None = None,
+    ) -> None:
+        root = fspath_arg("root_dir", root_dir)
+        if durability not in DURABILITY_MODES:
+            raise SessionError(
+                "invalid_argument",
+                f"durability must be one of {', '.join(DURABILITY_MODES)} (got {durability!r})",
+            )
+        if limits is not None and not isinstance(limits, Limits):
+            raise SessionError("invalid_argument", "limits must be a sessiontree.Limits")
+        self._root = os.path.abspath(root)
+        self._durability: Durability = durability
+        self._limits = limits
+        self._lock = threading.Lock()
+        # file name -> (cache key, metadata) of the files this object has read or loaded.
+        self._memo: dict[str, tuple[tuple[int, int, int], SessionMetadata]] = {}
+        _make_private_dir(self._root)
+
+    @property
+    def root_dir(self) -> str:
+        """The directory holding the session files (absolute)."""
+        return self._root
+
+    @property
+    def durability(self) -> str:
+        """The durability of sessions opened through this repo."""
+        return self._durability
+
+    def path_for(self, session_id: str) -> str:
+        """The file of session ``session_id`` (whether or not it exists).
+
+        Raises:
+            SessionError: ``invalid_id`` for an unsafe id.
+        """
+        return os.path.join(self._root, _check_session_id(session_id) + _SUFFIX)
+
+    def _path(self, ref: object) -> tuple[str, str]:
+        sid = _ref_id(ref)
+        return sid, os.path.join(self._root, sid + _SUFFIX)
+
+    # -- create / open ---------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        parent_session: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        header = _new_header(cwd, name, parent_session, metadata, session_id)
+        sid = header.id
+        path = os.path.join(self._root, sid + _SUFFIX)
+        storage = JsonlSessionStorage.create(
+            path, header, durability=self._durability, limits=self._limits
+        )
+        session = Session(storage)
+        if name is not None:
+            try:
+                session.append_session_info(name)
+            except BaseException:
+                # A session that failed to get its name must not be left half-made.
+                storage.close()
+                _unlink_quietly(path)
+                raise
+        return session
+
+    def open(self, ref: SessionRef) -> Session:
+        _, path = self._path(ref)
+        storage = JsonlSessionStorage.open(path, durability=self._durability, limits=self._limits)
+        return Session(storage)
+
+    # -- list ------------------------------------------------------------------------
+
+    def _read_metadata(self, file_name: str, path: str, size: int) -> tuple[SessionMetadata, bool]:
+        """Reads one file's metadata; the flag says whether it may be cached."""
+        sid = file_name[: -len(_SUFFIX)]
+        try:
+            storage = JsonlSessionStorage.open(path, readonly=True, limits=self._limits)
+        except SessionError as exc:
+            return self._error_row(sid, path, size, exc.message), False
+        try:
+            return _metadata_from_engine(storage._engine, sid, path, size), True
+        except SessionError as exc:
+            return self._error_row(sid, path, size, exc.message), False
+        finally:
+            storage.close()
+
+    @staticmethod
+    def _error_row(
+        sid: str, path: str, size: int, why: str, mtime_ns: int | None = None
+    ) -> SessionMetadata:
+        modified = None
+        if mtime_ns is None:
+            try:
+                mtime_ns = os.lstat(path).st_mtime_ns
+            except OSError:
+                mtime_ns = None
+        if mtime_ns is not None:
+            # The file's own time, so a broken session still sorts by recency.
+            modified = datetime.fromtimestamp(mtime_ns / 1e9, timezone.utc)
+        return SessionMetadata(
+            id=sid, path=path, cwd="", created=None, modified=modified, size_bytes=size, error=why
+        )
+
+    def _load_cache(self) -> dict[str, Any]:
+        """The raw rows of the cache file; empty if it is missing, damaged or not ours.
+
+        Rows are checked one by one when used (:func:`_row_from_json`), so a bad row costs
+        only its own re-read.
+        """
+        cache_path = os.path.join(self._root, _CACHE_NAME)
+        try:
+            fd = os.open(cache_path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError:
+            return {}
+        try:
+            st = os.fstat(fd)
+            if (
+                not _is_regular(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_size > _CACHE_MAX_BYTES
+            ):
+                return {}
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = json.loads(f.read())
+        except (OSError, ValueError, RecursionError):
+            return {}
+        finally:
+            os.close(fd)
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != _CACHE_FORMAT
+            or data.get("version") != _CACHE_VERSION
+            or not isinstance(data.get("files"), dict)
+        ):
+            return {}
+        files: dict[str, Any] = data["files"]
+        return files
+
+    def _save_cache(self, rows: dict[str, tuple[tuple[int, int, int], SessionMetadata]]) -> None:
+        """Writes the cache atomically (temp file + rename); failures are ignored.
+
+        No fsync: after a crash the cache is at worst damaged, and a damaged cache is
+        rebuilt.
+        """
+        doc = {
+            "format": _CACHE_FORMAT,
+            "version": _CACHE_VERSION,
+            "files": {name: _row_to_json(meta, key) for name, (key, meta) in rows.items()},
+        }
+        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        _write_atomically(os.path.join(self._root, _CACHE_NAME), data, sync=False, replace=True)
+
+    def list(
+        self, *, cwd: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> builtins.list[SessionMetadata]:
+        """Every session's metadata, newest ``modified`` first (see :class:`SessionRepo`).
+
+        Only files named ``<valid id>.jsonl`` count. A file that cannot be read is listed
+        with ``error`` set (``cwd`` is then ``""``, ``created`` ``None`` and ``modified``
+        the file's modification time); such rows are kept under every ``cwd`` filter.
+        """
+        want_cwd = _check_list_args(cwd, limit)
+        with self._lock:
+            rows = self._scan()
+        return _select(rows, want_cwd, limit)
+
+    def _scan(self) -> builtins.list[SessionMetadata]:
+        try:
+            it = os.scandir(self._root)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise _os_error(f"listing {self._root}", exc) from exc
+        memo = self._memo
+        seen: dict[str, tuple[tuple[int, int, int], SessionMetadata]] = {}
+        out: builtins.list[SessionMetadata] = []
+        disk: dict[str, Any] | None = None
+        changed = False
+        with it:
+            for de in it:
+                file_name = de.name
+                if not file_name.endswith(_SUFFIX):
+                    continue
+                sid = file_name[: -len(_SUFFIX)]
+                if _SESSION_ID_RE.fullmatch(sid) is None:
+                    continue
+                path = de.path
+                try:
+                    st = de.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # deleted since the directory was read
+                except OSError as exc:
+                    out.append(self._error_row(sid, path, 0, f"cannot stat: {exc.strerror}"))
+                    continue
+                if not _is_regular(st.st_mode):
+                    out.append(
+                        self._error_row(sid, path, st.st_size, "not a regular file", st.st_mtime_ns)
+                    )
+                    continue
+                key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                hit = memo.get(file_name)
+                if hit is None or hit[0] != key:
+                    if disk is None:
+                        disk = self._load_cache()
+                    raw = disk.get(file_name)
+                    hit = None if raw is None else _row_from_json(file_name, raw, path)
+                    if hit is None or hit[0] != key:
+                        meta, cacheable = self._read_metadata(file_name, path, st.st_size)
+                        if not cacheable:
+                            out.append(meta)
+                            continue
+                        hit = (key, meta)
+                        changed = True
+                seen[file_name] = hit
+                out.append(hit[1])
+        if disk is not None and not changed:
+            changed = disk.keys() != seen.keys()
+        if changed or memo.keys() != seen.keys():
+            self._memo = seen
+        if changed:
+            self._save_cache(seen)
+        return out
+
+    # -- delete ----------------------------------------------------------------------
+
+    def delete(self, ref: SessionRef) -> None:
+        """Delete a session file, its torn-tail side files, persisted index and cache row.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown session, ``locked`` while a writer
+                has it open, ``io`` for another OS error.
+        """
+        sid, path = self._path(ref)
+        try:
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise SessionError("not_found", f"session {sid!r} not found") from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise _os_error(f"opening {path}", exc) from exc
+            fd = -1  # a symlink: removing the name touches nothing else
+        try:
+            if fd >= 0:
+                # The writer lock is a flock on the file (see the engine's lock_writer):
+                # taking it ourselves proves no writer holds it, and keeps a new writer out
+                # until the name is gone, without reading the file.
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SessionError(
+                        "locked", f"session {sid!r} is open for writing; close it first"
+                    ) from None
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                raise SessionError("not_found", f"session {sid!r} not found") from None
+            except OSError as exc:
+                raise _os_error(f"deleting {path}", exc) from exc
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        file_name = sid + _SUFFIX
+        prefixes = (file_name + ".torn-", file_name + ".idx")
+        try:
+            with os.scandir(self._root) as it:
+                side = [de.path for de in it if de.name.startswith(prefixes)]
+        except OSError:
+            side = []
+        for p in side:
+            _unlink_quietly(p)
+        with self._lock:
+            self._memo.pop(file_name, None)
+            disk = self._load_cache()
+            if disk.pop(file_name, None) is not None:
+                rows = {}
+                for name, raw in disk.items():
+                    row = _row_from_json(name, raw, os.path.join(self._root, name))
+                    if row is not None:
+                        rows[name] = row
+                self._save_cache(rows)
+
+    # -- fork ------------------------------------------------------------------------
+
+    def fork(
+        self,
+        source: SessionRef,
+        *,
+        entry_id: str | None = None,
+        position: ForkPosition = "before",
+    ) -> Session:
+        """Fork ``source`` into a new session file (see :meth:`SessionRepo.fork`).
+
+        The source is read without a lock, so it may be open by a writer; the fork sees
+        what is in the file (a writer with ``durability="none"`` must ``flush()`` first).
+        The new file is written to a temporary name in the directory, synced, then linked
+        into place, so a crash never leaves a partial file under a session name.
+        """
+        _check_fork_args(entry_id, position)
+        _, src_path = self._path(source)
+        src = JsonlSessionStorage.open(src_path, readonly=True, limits=self._limits)
+        try:
+            new_id = uuid7()
+            doc = _fork_document(src._engine, new_id, entry_id, position)
+        finally:
+            src.close()
+        final = os.path.join(self._root, new_id + _SUFFIX)
+        _write_atomically(final, doc, sync=True, replace=False)
+        storage = JsonlSessionStorage.open(final, durability=self._durability, limits=self._limits)
+        return Session(storage)
+
+    def __contains__(self, ref: object) -> bool:
+        try:
+            _, path = self._path(ref)
+        except SessionError:
+            return False
+        return os.path.lexists(path)
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionRepo({self._root!r})"

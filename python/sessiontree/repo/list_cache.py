@@ -1,0 +1,99 @@
+"""The listing cache of a JSONL repository: one row per file, keyed by size, mtime and inode."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from ..types import SessionMetadata
+from .base import _SUFFIX, is_valid_session_id
+
+__all__ = []
+
+
+_CACHE_NAME: Final = ".sessiontree-list-cache.json"
+_CACHE_FORMAT: Final = "sessiontree-list-cache"
+# 2: ``modified`` is no earlier than ``created`` (version 1 rows may be).
+_CACHE_VERSION: Final = 2
+# A cache bigger than this is not ours (a row is a few hundred bytes).
+_CACHE_MAX_BYTES: Final = 256 << 20
+
+
+def _row_to_json(meta: SessionMetadata, key: tuple[int, int, int]) -> dict[str, Any]:
+    return {
+        "key": list(key),
+        "id": meta.id,
+        "cwd": meta.cwd,
+        "created": None if meta.created is None else meta.created.isoformat(),
+        "modified": None if meta.modified is None else meta.modified.isoformat(),
+        "name": meta.name,
+        "parent_session": meta.parent_session,
+        "entry_count": meta.entry_count,
+        "message_count": meta.message_count,
+        "first_message": meta.first_message,
+        "error": meta.error,
+    }
+
+
+def _opt_str(d: dict[str, Any], key: str) -> str | None:
+    value = d[key]
+    if value is not None and not isinstance(value, str):
+        raise TypeError(key)
+    return value
+
+
+def _count(d: dict[str, Any], key: str) -> int:
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(key)
+    return value
+
+
+def _cached_time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError("time")
+    dt = datetime.fromisoformat(value)
+    if dt.utcoffset() is None or dt.utcoffset():
+        raise ValueError("not UTC")
+    return dt.astimezone(timezone.utc)
+
+
+def _row_from_json(
+    file_name: str, value: object, path: str
+) -> tuple[tuple[int, int, int], SessionMetadata] | None:
+    """A cache row, checked field by field; ``None`` if anything about it is off."""
+    try:
+        if not isinstance(value, dict):
+            return None
+        raw_key = value["key"]
+        if not isinstance(raw_key, list) or len(raw_key) != 3:
+            return None
+        size, mtime, ino = raw_key
+        for part in raw_key:
+            if isinstance(part, bool) or not isinstance(part, int) or part < 0:
+                return None
+        sid = value["id"]
+        if not isinstance(sid, str) or file_name != sid + _SUFFIX or not is_valid_session_id(sid):
+            return None
+        cwd = value["cwd"]
+        if not isinstance(cwd, str):
+            return None
+        meta = SessionMetadata(
+            id=sid,
+            path=path,
+            cwd=cwd,
+            created=_cached_time(value["created"]),
+            modified=_cached_time(value["modified"]),
+            name=_opt_str(value, "name"),
+            parent_session=_opt_str(value, "parent_session"),
+            entry_count=_count(value, "entry_count"),
+            message_count=_count(value, "message_count"),
+            first_message=_opt_str(value, "first_message"),
+            size_bytes=size,
+            error=_opt_str(value, "error"),
+        )
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    return (size, mtime, ino), meta
