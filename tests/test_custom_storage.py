@@ -243,6 +243,21 @@ def snapshot(session: st.Session) -> dict[str, Any]:
         "tree": norm_tree(session.get_tree()),
         "entries": [(e.id, e.type, e.parent_id) for e in entries],
         "children_of_roots": [e.id for e in session.storage.get_children(None)],
+        # The interface's optional fast paths: the defaults (dict storage) and the engine's
+        # overrides must agree.
+        "first_user": getattr(session.storage.get_first_message("user"), "id", None),
+        "state_entries": sorted(
+            e.id for e in session.storage.get_context_state_entries(session.get_leaf_id())
+        ),
+        "branch_entries": [
+            e.id
+            for e in session.storage.get_branch_entries(
+                session.get_leaf_id(), known={e.id: e for e in entries[:3]}
+            )
+        ],
+        "parents": session.storage.get_entries_with_parents()[1],
+        "newest_is_latest": session.storage.get_newest_timestamp()
+        == max((e.timestamp for e in session.storage.get_entries()), default=None),
     }
 
 

@@ -1422,3 +1422,29 @@ def test_fork_of_a_damaged_file_is_clean(jrepo: JsonlSessionRepo) -> None:
         fid = f.id
     with jrepo.open(fid) as again:
         assert report_ok(again)
+
+
+def test_first_message_is_cut_to_a_thousand_characters(repo: SessionRepo) -> None:
+    with repo.create(cwd="/w", session_id="long") as s:
+        s.append_message(st.UserMessage("x" * 5000, timestamp=0))
+    with repo.create(cwd="/w", session_id="exact") as s:
+        s.append_message(st.UserMessage("y" * 1000, timestamp=0))
+    by_id = {m.id: m for m in repo.list()}
+    assert by_id["long"].first_message == "x" * 999 + "…"
+    assert by_id["exact"].first_message == "y" * 1000
+
+
+def test_an_in_memory_share_sees_the_document_and_closes_alone(msgs: Any) -> None:
+    doc = st.InMemorySessionStorage()
+    share = doc.share()
+    first = st.Session(share).append_message(msgs.user("via the share"))
+    assert doc.get_entry(first) is not None and len(doc) == 1
+    share.close()
+    assert share.closed and not doc.closed
+    with pytest.raises(SessionError) as exc:
+        share.get_entry(first)
+    assert exc.value.code == "closed"
+    assert doc.size_bytes == len(doc.to_jsonl())
+    again = doc.share()
+    doc.close()
+    assert again.closed

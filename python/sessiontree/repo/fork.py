@@ -2,63 +2,26 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable
 
-from .. import _core
 from .._util import now_iso
 from ..entries import (
     LabelEntry,
     LeafEntry,
-    MessageEntry,
     SessionInfoEntry,
     SessionTreeEntry,
-    entry_from_dict,
     entry_from_json,
-    entry_to_dict,
     entry_to_json,
     header_from_dict,
+    header_to_dict,
     header_to_json,
 )
 from ..errors import SessionError
-from ..storage import (
-    SessionStorage,
-)
-from ..storage.engine import _EngineStorage
+from ..storage import SessionStorage
+from ..storage.base import FORK_NULL_TARGET, FORK_OUTSIDE, ForkSource
 from .base import ForkPosition, _check_fork_args
 
 __all__ = ["get_entries_to_fork"]
-
-
-# --------------------------------------------------------------------------- fork selection
-
-# Positions in a fork plan's copy table: an entry's parent (or a label/leaf target) that is
-# not among the copied entries, and a leaf entry's explicit "before the first entry" target.
-_OUTSIDE: Final = -1
-_NULL_TARGET: Final = -2
-
-
-class _CopyTable:
-    """The entries a fork copies, in file order, reduced to what the plan needs.
-
-    ``parent[i]`` is the position of entry ``i``'s parent in the table, or ``_OUTSIDE``
-    (a root, a parent left out of the copy, or a dangling parent). ``special`` maps the
-    positions of ``label``, ``leaf`` and ``session_info`` entries to (type, target
-    position, label or name text).
-    """
-
-    __slots__ = ("ids", "parent", "special")
-
-    def __init__(
-        self,
-        ids: Callable[[int], str],
-        parent: Sequence[int],
-        special: dict[int, tuple[str, int, str | None]],
-    ) -> None:
-        self.ids = ids
-        self.parent = parent
-        self.special = special
 
 
 class _ForkPlan:
@@ -72,20 +35,11 @@ class _ForkPlan:
         self.extras = extras
 
 
-def _plan_fork(
-    table: _CopyTable,
-    *,
-    position_of: Callable[[str], int | None],
-    source_labels: dict[str, str],
-    source_name: str | None,
-    source_leaf: int | None,
-    new_id: Callable[[], str],
-) -> _ForkPlan:
+def _plan_fork(source: ForkSource, new_id: Callable[[], str]) -> _ForkPlan:
     """Decide what a fork keeps, how it is re-parented and what it appends.
 
-    ``source_leaf`` is the position the fork's leaf must end on for a full copy (``None``
-    for a path copy, whose leaf is its last kept entry); ``position_of`` maps a source entry
-    id to its table position (``None`` when it is not copied).
+    ``source.leaf`` is the position the fork's leaf must end on for a full copy (``None``
+    for a path copy, whose leaf is its last kept entry).
 
     A ``label`` entry whose target is not copied, and a ``leaf`` entry whose target is not
     copied, are dropped: they would be dangling references. Entries under a dropped entry
@@ -93,8 +47,10 @@ def _plan_fork(
     the source's (for the copied entries) by appending ``label``/``session_info`` entries,
     and a final ``leaf`` entry puts the leaf where it belongs.
     """
-    parent = table.parent
-    special = table.special
+    parent = source.parent
+    special = source.special
+    position_of = source.position_of
+    source_leaf = source.leaf
     n = len(parent)
     dropped = bytearray(n)
     # For a dropped position: the kept ancestor its children re-attach to.
@@ -103,10 +59,10 @@ def _plan_fork(
     new_parent: list[int] = []
     fork_labels: dict[int, str] = {}
     fork_name: str | None = None
-    leaf = _OUTSIDE
+    leaf = FORK_OUTSIDE
     for i in range(n):
         p = parent[i]
-        np = _OUTSIDE if p < 0 else (lifted[p] if dropped[p] else p)
+        np = FORK_OUTSIDE if p < 0 else (lifted[p] if dropped[p] else p)
         sp = special.get(i)
         if sp is not None:
             kind, target, text = sp
@@ -120,13 +76,13 @@ def _plan_fork(
                 else:
                     fork_labels[target] = text
             elif kind == "leaf":
-                if target == _OUTSIDE or (target >= 0 and dropped[target]):
+                if target == FORK_OUTSIDE or (target >= 0 and dropped[target]):
                     dropped[i] = 1
                     lifted[i] = np
                     continue
                 kept.append(i)
                 new_parent.append(np)
-                leaf = _OUTSIDE if target == _NULL_TARGET else target
+                leaf = FORK_OUTSIDE if target == FORK_NULL_TARGET else target
                 continue
             else:
                 fork_name = text
@@ -135,9 +91,9 @@ def _plan_fork(
         leaf = i
 
     if source_leaf is None:
-        want_leaf = kept[-1] if kept else _OUTSIDE
+        want_leaf = kept[-1] if kept else FORK_OUTSIDE
     elif source_leaf < 0:
-        want_leaf = _OUTSIDE
+        want_leaf = FORK_OUTSIDE
     else:
         want_leaf = lifted[source_leaf] if dropped[source_leaf] else source_leaf
 
@@ -145,9 +101,9 @@ def _plan_fork(
         # Nothing copied: the fork is empty, with nothing for a label or name to apply to.
         return _ForkPlan(kept, new_parent, [])
 
-    ids = table.ids
+    ids = source.id_of
     want_labels: dict[int, str] = {}
-    for entry_id, label in source_labels.items():
+    for entry_id, label in source.labels.items():
         pos = position_of(entry_id)
         if pos is not None and not dropped[pos]:
             want_labels[pos] = label
@@ -172,8 +128,8 @@ def _plan_fork(
             )
             extras.append(extra)
             cur = extra.id
-    if fork_name != source_name:
-        extra = SessionInfoEntry(id=fresh(), parent_id=cur, timestamp=stamp, name=source_name)
+    if fork_name != source.name:
+        extra = SessionInfoEntry(id=fresh(), parent_id=cur, timestamp=stamp, name=source.name)
         extras.append(extra)
         cur = extra.id
     if extras or leaf != want_leaf:
@@ -186,187 +142,6 @@ def _plan_fork(
             )
         )
     return _ForkPlan(kept, new_parent, extras)
-
-
-def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
-    """The same entry line with ``parent_id`` replaced; every other field is kept."""
-    d = json.loads(line)
-    d["parent_id"] = parent_id
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _engine_fork_lines(
-    engine: _core.Engine, entry_id: str | None, position: str
-) -> tuple[list[bytes], list[SessionTreeEntry]]:
-    """Raw lines to copy (parents already rewritten) and entries to append after them.
-
-    Lines are copied byte-for-byte; only a line whose parent changes is re-encoded.
-    """
-    if engine.closed:
-        raise SessionError("closed", "the session storage is closed")
-    n = len(engine)
-    all_parents = engine.parents()
-    where: dict[int, int] | None = None
-
-    def pos_of_key(k: int) -> int:
-        return k if where is None else where.get(k, _OUTSIDE)
-
-    if entry_id is None:
-        keys: Sequence[int] = range(n)
-        parent = all_parents
-        source_leaf = engine.leaf()
-        leaf_pos: int | None = _OUTSIDE if source_leaf is None else source_leaf
-    else:
-        target = engine.lookup(entry_id)
-        if target is None:
-            raise SessionError("not_found", f"entry {entry_id!r} not found")
-        kind, role, target_parent, _, _ = engine.info(target)
-        if position == "at":
-            keys = engine.path_indices(entry_id, True)
-        else:
-            if kind == "message" and role != "user":
-                raise SessionError(
-                    "invalid_fork_target",
-                    f"entry {entry_id!r} is a {role} message; fork before a user message",
-                )
-            keys = (
-                []
-                if target_parent is None
-                else engine.path_indices(engine.id_of(target_parent), True)
-            )
-        where = {k: i for i, k in enumerate(keys)}
-        parent = [_OUTSIDE if all_parents[k] < 0 else pos_of_key(all_parents[k]) for k in keys]
-        leaf_pos = None
-
-    # Lines that name a parent the reader could not find: the engine made them roots.
-    dangling_lines: set[int] = set()
-    unknown_leaf_lines: set[int] = set()
-    for line_no, _, kind_name, _ in engine.report()[0]:
-        if kind_name == "dangling_parent":
-            dangling_lines.add(line_no)
-        elif kind_name == "unknown_leaf_target":
-            unknown_leaf_lines.add(line_no)
-
-    special: dict[int, tuple[str, int, str | None]] = {}
-    for type_name in ("label", "leaf", "session_info"):
-        idxs = [k for k in engine.find(type_name) if pos_of_key(k) >= 0]
-        if not idxs:
-            continue
-        for k, raw in zip(idxs, engine.lines(idxs), strict=True):
-            _, _, _, tgt, line_no = engine.info(k)
-            if type_name == "session_info":
-                name = json.loads(raw).get("name")
-                special[pos_of_key(k)] = (
-                    type_name,
-                    _OUTSIDE,
-                    name if isinstance(name, str) else None,
-                )
-            elif type_name == "label":
-                text = json.loads(raw).get("label")
-                tpos = _OUTSIDE if tgt is None else pos_of_key(tgt)
-                special[pos_of_key(k)] = (type_name, tpos, text if isinstance(text, str) else None)
-            else:
-                if tgt is not None:
-                    tpos = pos_of_key(tgt)
-                elif line_no in unknown_leaf_lines:
-                    tpos = _OUTSIDE
-                else:
-                    tpos = _NULL_TARGET
-                special[pos_of_key(k)] = (type_name, tpos, None)
-
-    key_list = keys
-
-    def position_of(eid: str) -> int | None:
-        k = engine.lookup(eid)
-        if k is None:
-            return None
-        p = pos_of_key(k)
-        return None if p < 0 else p
-
-    table = _CopyTable(lambda i: engine.id_of(key_list[i]), parent, special)
-    plan = _plan_fork(
-        table,
-        position_of=position_of,
-        source_labels=engine.labels(),
-        source_name=engine.name(),
-        source_leaf=leaf_pos,
-        new_id=engine.create_entry_id,
-    )
-    src_keys = [keys[i] for i in plan.kept]
-    lines = engine.lines(src_keys)
-    check_dangling = bool(dangling_lines)
-    for j, (k, np) in enumerate(zip(src_keys, plan.new_parent, strict=True)):
-        old = all_parents[k]
-        new_key = _OUTSIDE if np < 0 else keys[np]
-        if old != new_key or (
-            check_dangling and new_key < 0 and engine.info(k)[4] in dangling_lines
-        ):
-            lines[j] = _reparent_line(lines[j], None if new_key < 0 else engine.id_of(new_key))
-    return lines, plan.extras
-
-
-def _storage_fork_entries(
-    storage: SessionStorage, entry_id: str | None, position: str
-) -> list[SessionTreeEntry]:
-    """The fork selection for any :class:`SessionStorage`, through its public methods."""
-    if entry_id is None:
-        entries = storage.get_entries()
-        leaf_id = storage.get_leaf_id()
-    else:
-        target = storage.get_entry(entry_id)
-        if target is None:
-            raise SessionError("not_found", f"entry {entry_id!r} not found")
-        if position == "at":
-            entries = storage.get_path_to_root_or_compaction(entry_id)
-        else:
-            if isinstance(target, MessageEntry) and target.message.role != "user":
-                raise SessionError(
-                    "invalid_fork_target",
-                    f"entry {entry_id!r} is a {target.message.role} message; "
-                    "fork before a user message",
-                )
-            entries = (
-                []
-                if target.parent_id is None or storage.get_entry(target.parent_id) is None
-                else storage.get_path_to_root_or_compaction(target.parent_id)
-            )
-        leaf_id = None
-    where = {e.id: i for i, e in enumerate(entries)}
-    parent = [
-        _OUTSIDE if e.parent_id is None else where.get(e.parent_id, _OUTSIDE) for e in entries
-    ]
-    special: dict[int, tuple[str, int, str | None]] = {}
-    for i, e in enumerate(entries):
-        if isinstance(e, LabelEntry):
-            special[i] = ("label", where.get(e.target_id, _OUTSIDE), e.label)
-        elif isinstance(e, LeafEntry):
-            tpos = _NULL_TARGET if e.target_id is None else where.get(e.target_id, _OUTSIDE)
-            special[i] = ("leaf", tpos, None)
-        elif isinstance(e, SessionInfoEntry):
-            special[i] = ("session_info", _OUTSIDE, e.name)
-    if entry_id is None:
-        source_leaf: int | None = _OUTSIDE if leaf_id is None else where.get(leaf_id, _OUTSIDE)
-    else:
-        source_leaf = None
-    plan = _plan_fork(
-        _CopyTable(lambda i: entries[i].id, parent, special),
-        position_of=where.get,
-        source_labels=storage.get_labels(),
-        source_name=storage.get_session_name(),
-        source_leaf=source_leaf,
-        new_id=storage.create_entry_id,
-    )
-    out: list[SessionTreeEntry] = []
-    for i, np in zip(plan.kept, plan.new_parent, strict=True):
-        e = entries[i]
-        want = None if np < 0 else entries[np].id
-        if e.parent_id != want:
-            d = dict(entry_to_dict(e))
-            d["parent_id"] = want
-            e = entry_from_dict(d)
-        out.append(e)
-    # Only source entries: the label/name/leaf entries of ``plan.extras`` are fork()'s.
-    return out
 
 
 def get_entries_to_fork(
@@ -413,22 +188,29 @@ def get_entries_to_fork(
         raise SessionError(
             "invalid_argument", f"storage must be a SessionStorage, not {type(storage).__name__}"
         )
-    if isinstance(storage, _EngineStorage):
-        storage._check()
-        lines, _ = _engine_fork_lines(storage._engine, entry_id, position)
-        return [entry_from_json(line) for line in lines]
-    return _storage_fork_entries(storage, entry_id, position)
+    source = storage.get_fork_source(entry_id, position)
+    plan = _plan_fork(source, storage.create_entry_id)
+    return [entry_from_json(line) for line in source.write_lines(plan.kept, plan.new_parent)]
 
 
-def _fork_document(engine: _core.Engine, new_id: str, entry_id: str | None, position: str) -> bytes:
-    """The whole JSONL document of a fork of ``engine``'s session."""
-    lines, extras = _engine_fork_lines(engine, entry_id, position)
-    header = json.loads(engine.header())
+def fork_document(
+    storage: SessionStorage, new_id: str, entry_id: str | None, position: str
+) -> bytes:
+    """The whole JSONL document of a fork of ``storage``'s session: a new header (id
+    ``new_id``, ``parent_session`` the source), the copied lines, then the label, name and
+    leaf entries that make the fork's labels, name and leaf the source's."""
+    source = storage.get_fork_source(entry_id, position)
+    plan = _plan_fork(source, storage.create_entry_id)
+    source_header = storage.get_metadata()
+    header = dict(header_to_dict(source_header))
     header["id"] = new_id
     header["timestamp"] = now_iso()
-    header["parent_session"] = engine.session_id
+    header["parent_session"] = source_header.id
     # Validating through SessionHeader keeps unknown header fields and refuses nonsense.
-    head = header_to_json(header_from_dict(header))
-    parts = [head, *lines, *(entry_to_json(e) for e in extras)]
-    parts.append(b"")
+    parts = [
+        header_to_json(header_from_dict(header)),
+        *source.write_lines(plan.kept, plan.new_parent),
+        *(entry_to_json(e) for e in plan.extras),
+        b"",
+    ]
     return b"\n".join(parts)

@@ -43,7 +43,7 @@ from .files import (
     _unlink_quietly,
     _write_atomically,
 )
-from .fork import _fork_document
+from .fork import fork_document
 from .list_cache import (
     _CACHE_FORMAT,
     _CACHE_MAX_BYTES,
@@ -52,7 +52,7 @@ from .list_cache import (
     _row_from_json,
     _row_to_json,
 )
-from .metadata import _metadata_from_engine
+from .metadata import metadata_of
 
 __all__ = ["JsonlSessionRepo"]
 
@@ -174,7 +174,7 @@ class JsonlSessionRepo(SessionRepo):
         except SessionError as exc:
             return self._error_row(sid, path, size, exc.message), False
         try:
-            return _metadata_from_engine(storage._engine, sid, path, size), True
+            return metadata_of(storage, sid, path, size), True
         except SessionError as exc:
             return self._error_row(sid, path, size, exc.message), False
         finally:
@@ -396,7 +396,7 @@ class JsonlSessionRepo(SessionRepo):
         src = JsonlSessionStorage.open(src_path, readonly=True, limits=self._limits)
         try:
             new_id = uuid7()
-            doc = _fork_document(src._engine, new_id, entry_id, position)
+            doc = fork_document(src, new_id, entry_id, position)
         finally:
             src.close()
         final = os.path.join(self._root, new_id + _SUFFIX)

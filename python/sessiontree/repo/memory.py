@@ -8,14 +8,12 @@ import threading
 import weakref
 from typing import Any
 
-from .. import _core
 from .._util import uuid7
 from ..errors import SessionError
 from ..session import Session
 from ..storage import (
     InMemorySessionStorage,
 )
-from ..storage.engine import _EngineStorage
 from ..types import SessionMetadata
 from .base import (
     ForkPosition,
@@ -27,8 +25,8 @@ from .base import (
     _ref_id,
     _select,
 )
-from .fork import _fork_document
-from .metadata import _metadata_from_engine
+from .fork import fork_document
+from .metadata import metadata_of
 
 __all__ = ["InMemorySessionRepo"]
 
@@ -41,42 +39,11 @@ class _MemoryRecord:
 
     def __init__(self, storage: InMemorySessionStorage) -> None:
         self.storage = storage
-        self.holder: weakref.ref[_MemoryHandle] | None = None
+        self.holder: weakref.ref[InMemorySessionStorage] | None = None
 
     def busy(self) -> bool:
         handle = None if self.holder is None else self.holder()
         return handle is not None and not handle.closed
-
-
-class _MemoryHandle(InMemorySessionStorage):
-    """A writer's view of a session kept by an :class:`InMemorySessionRepo`.
-
-    It shares the repo's engine; closing it ends this handle only, the session stays.
-    """
-
-    def __init__(self, engine: _core.Engine) -> None:
-        _EngineStorage.__init__(self, engine)
-        self._released = False
-
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close` (the session itself stays in the repo)."""
-        return self._released or self._engine.closed
-
-    def _check(self) -> None:
-        if self._released:
-            raise SessionError("closed", "the session storage is closed")
-        super()._check()
-
-    def flush(self) -> None:
-        self._check()
-
-    def close(self) -> None:
-        self._released = True
-
-    def __repr__(self) -> str:
-        state = "closed" if self.closed else f"{len(self)} entries"
-        return f"<InMemorySessionRepo session {self.session_id!r} {state}>"
 
 
 class InMemorySessionRepo(SessionRepo):
@@ -106,7 +73,7 @@ class InMemorySessionRepo(SessionRepo):
                 f"session {record.storage.session_id!r} is already open for writing; "
                 "close it first",
             )
-        handle = _MemoryHandle(record.storage._engine)
+        handle = record.storage.share()
         record.holder = weakref.ref(handle)
         return Session(handle)
 
@@ -147,7 +114,7 @@ class InMemorySessionRepo(SessionRepo):
         want_cwd = _check_list_args(cwd, limit)
         with self._lock:
             rows = [
-                _metadata_from_engine(r.storage._engine, sid, None, r.storage._engine.byte_len)
+                metadata_of(r.storage, sid, None, r.storage.size_bytes)
                 for sid, r in self._sessions.items()
             ]
         return _select(rows, want_cwd, limit)
@@ -174,7 +141,7 @@ class InMemorySessionRepo(SessionRepo):
         with self._lock:
             record = self._record(source)
             new_id = uuid7()
-            doc = _fork_document(record.storage._engine, new_id, entry_id, position)
+            doc = fork_document(record.storage, new_id, entry_id, position)
             storage = InMemorySessionStorage.from_jsonl(doc)
             fork = self._sessions[new_id] = _MemoryRecord(storage)
             return self._handle(fork)

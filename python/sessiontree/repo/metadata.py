@@ -2,37 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
+from typing import Final
 
-from .. import _core
 from .._util import iso_to_datetime
 from ..errors import SessionError
+from ..messages import TextContent, UserMessage
+from ..storage import SessionStorage
 from ..types import SessionMetadata
 
-__all__ = []
+__all__ = ["FIRST_MESSAGE_LIMIT", "metadata_of"]
+
+FIRST_MESSAGE_LIMIT: Final = 1000
+"""The most characters of :attr:`SessionMetadata.first_message` (API.md), ``…`` included."""
 
 
-# --------------------------------------------------------------------------- metadata
-
-
-def _user_text(line: bytes) -> str | None:
-    """The text of a user message entry line: the string content, or text blocks joined."""
-    try:
-        d = json.loads(line)
-    except ValueError:
+def _user_text(message: object) -> str | None:
+    """The text of a user message: the string content, or its text blocks joined."""
+    if not isinstance(message, UserMessage):
         return None
-    message = d.get("message") if isinstance(d, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return None
+    content = message.content
+    text = (
+        content
+        if isinstance(content, str)
+        else "\n".join(b.text for b in content if isinstance(b, TextContent))
+    )
+    if len(text) > FIRST_MESSAGE_LIMIT:
+        text = text[: FIRST_MESSAGE_LIMIT - 1] + "…"
+    return text
 
 
 def _parse_time(value: object) -> datetime | None:
@@ -44,44 +41,33 @@ def _parse_time(value: object) -> datetime | None:
         return None
 
 
-def _metadata_from_engine(
-    engine: _core.Engine, session_id: str, path: str | None, size: int
+def metadata_of(
+    storage: SessionStorage, session_id: str, path: str | None, size: int
 ) -> SessionMetadata:
-    """What ``list`` shows for one session, from its engine (no entry objects built)."""
-    header = json.loads(engine.header())
-    cwd = header.get("cwd")
-    parent = header.get("parent_session")
-    created = _parse_time(header.get("timestamp"))
-    newest = engine.newest_timestamp()
-    newest_time = None if newest is None else _parse_time(newest)
+    """What ``list`` shows for one session, from any storage (an engine-backed one builds
+    no entry objects but the first user message)."""
+    header = storage.get_metadata()
+    created = _parse_time(header.timestamp)
+    newest = _parse_time(storage.get_newest_timestamp())
     # API.md: the later of the header's time and the newest entry's, so a fresh fork (its
     # copied entries are older than its header) lists first.
-    modified = (
-        newest_time
-        if created is None or (newest_time is not None and newest_time > created)
-        else created
-    )
-    entry_count, message_count, user_count = engine.stats()[:3]
-    first_message: str | None = None
-    if user_count:
-        for idx in engine.select("message"):
-            if engine.info(idx)[1] == "user":
-                first_message = _user_text(engine.lines([idx])[0])
-                break
+    modified = newest if created is None or (newest is not None and newest > created) else created
+    stats = storage.get_session_stats()
+    first = storage.get_first_message("user") if stats.user_message_count else None
     error = None
-    if engine.session_id != session_id:
-        error = f"the header names session {engine.session_id!r}, not {session_id!r}"
+    if header.id != session_id:
+        error = f"the header names session {header.id!r}, not {session_id!r}"
     return SessionMetadata(
         id=session_id,
         path=path,
-        cwd=cwd if isinstance(cwd, str) else "",
+        cwd=header.cwd,
         created=created,
         modified=modified,
-        name=engine.name(),
-        parent_session=parent if isinstance(parent, str) else None,
-        entry_count=entry_count,
-        message_count=message_count,
-        first_message=first_message,
+        name=storage.get_session_name(),
+        parent_session=header.parent_session,
+        entry_count=stats.entry_count,
+        message_count=stats.message_count,
+        first_message=None if first is None else _user_text(first.message),
         size_bytes=size,
         error=error,
     )

@@ -4,26 +4,117 @@ defaults for its optional fast paths."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Literal
+from typing import Final, Literal
 
 from ..entries import (
     ActiveToolsChangeEntry,
+    LabelEntry,
+    LeafEntry,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
+    SessionInfoEntry,
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
+    entry_from_dict,
+    entry_to_dict,
+    entry_to_json,
 )
+from ..errors import SessionError
 from ..messages import AssistantMessage
 from ..types import SessionStats
 
-__all__ = ["DURABILITY_MODES", "Durability", "SessionStorage"]
+__all__ = [
+    "DURABILITY_MODES",
+    "FORK_NULL_TARGET",
+    "FORK_OUTSIDE",
+    "Durability",
+    "ForkSource",
+    "SessionStorage",
+]
 
 
 Durability = Literal["none", "flush", "group", "fsync"]
 DURABILITY_MODES: tuple[str, ...] = ("none", "flush", "group", "fsync")
+
+
+FORK_OUTSIDE: Final = -1
+"""In a :class:`ForkSource`: a parent or target that is not among the copied entries."""
+FORK_NULL_TARGET: Final = -2
+"""In a :class:`ForkSource`: a ``leaf`` entry's explicit "before the first entry" target."""
+
+
+class ForkSource:
+    """What a fork of a storage copies, reduced to what the fork planner needs.
+
+    :meth:`SessionStorage.get_fork_source` makes it; the repositories' one planner
+    (``sessiontree.repo.fork``) decides from it what to keep and what to append. Entries
+    are named by their *position* in the copy (file order).
+
+    Attributes:
+        size: the number of entries selected.
+        id_of: position -> entry id.
+        parent: per position, the parent's position, or :data:`FORK_OUTSIDE` (a root, a
+            parent left out of the copy, or a dangling parent).
+        special: positions of ``label``, ``leaf`` and ``session_info`` entries -> (type,
+            target position or :data:`FORK_OUTSIDE` / :data:`FORK_NULL_TARGET`, label or
+            name text).
+        labels: the source's current labels, ``{entry id: label}``.
+        name: the source's session name.
+        leaf: for a full copy, the position of the source's leaf (:data:`FORK_OUTSIDE`
+            before the first entry); ``None`` for a path copy.
+        position_of: entry id -> position, or ``None`` when it is not copied.
+        write_lines: ``(kept positions, their new parent positions)`` -> the JSON lines to
+            write, each with its ``parent_id`` set accordingly (an engine-backed storage
+            copies the bytes of every line whose parent does not change).
+    """
+
+    __slots__ = (
+        "id_of",
+        "labels",
+        "leaf",
+        "name",
+        "parent",
+        "position_of",
+        "size",
+        "special",
+        "write_lines",
+    )
+
+    def __init__(
+        self,
+        *,
+        id_of: Callable[[int], str],
+        parent: Sequence[int],
+        special: Mapping[int, tuple[str, int, str | None]],
+        labels: Mapping[str, str],
+        name: str | None,
+        leaf: int | None,
+        position_of: Callable[[str], int | None],
+        write_lines: Callable[[Sequence[int], Sequence[int]], list[bytes]],
+    ) -> None:
+        self.size = len(parent)
+        self.id_of = id_of
+        self.parent = parent
+        self.special = special
+        self.labels = labels
+        self.name = name
+        self.leaf = leaf
+        self.position_of = position_of
+        self.write_lines = write_lines
+
+    def __repr__(self) -> str:
+        return f"<ForkSource: {self.size} entries, {len(self.special)} label/leaf/name entries>"
+
+
+def fork_target_error(entry_id: str, role: str) -> SessionError:
+    """The ``invalid_fork_target`` error of a fork "before" a non-user message."""
+    return SessionError(
+        "invalid_fork_target",
+        f"entry {entry_id!r} is a {role} message; fork before a user message",
+    )
 
 
 class SessionStorage(abc.ABC):
@@ -148,6 +239,97 @@ class SessionStorage(abc.ABC):
         pos = {e.id: i for i, e in enumerate(entries)}
         parents = [-1 if e.parent_id is None else pos.get(e.parent_id, -1) for e in entries]
         return entries, [p if p < i else -1 for i, p in enumerate(parents)]
+
+    def get_newest_timestamp(self) -> str | None:
+        """The latest entry timestamp (ISO text), or ``None`` without entries.
+
+        Repositories list sessions by it. The default scans :meth:`get_entries`.
+        """
+        return max((e.timestamp for e in self.get_entries()), default=None)
+
+    def get_first_message(self, role: str) -> MessageEntry | None:
+        """The first ``message`` entry in file order whose message has ``role``.
+
+        Repositories show the first user message in listings. The default scans
+        :meth:`get_entries`.
+        """
+        for entry in self.get_entries("message"):
+            if isinstance(entry, MessageEntry) and entry.message.role == role:
+                return entry
+        return None
+
+    def get_fork_source(self, entry_id: str | None, position: str) -> ForkSource:
+        """What a fork at ``entry_id`` copies (see ``get_entries_to_fork``).
+
+        No ``entry_id``: every entry; ``position="at"``: the branch ending at it, cut at
+        the nearest compaction; ``"before"``: that of its parent (a message target must be
+        a user message). The default works from the public reading methods.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown id; ``invalid_fork_target`` for
+                ``"before"`` a non-user message.
+        """
+        if entry_id is None:
+            entries = self.get_entries()
+            leaf_id = self.get_leaf_id()
+        else:
+            target = self.get_entry(entry_id)
+            if target is None:
+                raise SessionError("not_found", f"entry {entry_id!r} not found")
+            if position == "at":
+                entries = self.get_path_to_root_or_compaction(entry_id)
+            else:
+                if isinstance(target, MessageEntry) and target.message.role != "user":
+                    raise fork_target_error(entry_id, target.message.role)
+                parent = target.parent_id
+                entries = (
+                    []
+                    if parent is None or self.get_entry(parent) is None
+                    else self.get_path_to_root_or_compaction(parent)
+                )
+            leaf_id = None
+        where = {e.id: i for i, e in enumerate(entries)}
+        special: dict[int, tuple[str, int, str | None]] = {}
+        for i, e in enumerate(entries):
+            if isinstance(e, LabelEntry):
+                special[i] = ("label", where.get(e.target_id, FORK_OUTSIDE), e.label)
+            elif isinstance(e, LeafEntry):
+                target_pos = (
+                    FORK_NULL_TARGET
+                    if e.target_id is None
+                    else where.get(e.target_id, FORK_OUTSIDE)
+                )
+                special[i] = ("leaf", target_pos, None)
+            elif isinstance(e, SessionInfoEntry):
+                special[i] = ("session_info", FORK_OUTSIDE, e.name)
+
+        def write_lines(kept: Sequence[int], new_parent: Sequence[int]) -> list[bytes]:
+            out: list[bytes] = []
+            for i, np in zip(kept, new_parent, strict=True):
+                e = entries[i]
+                want = None if np < 0 else entries[np].id
+                if e.parent_id != want:
+                    d = dict(entry_to_dict(e))
+                    d["parent_id"] = want
+                    e = entry_from_dict(d)
+                out.append(entry_to_json(e))
+            return out
+
+        return ForkSource(
+            id_of=lambda i: entries[i].id,
+            parent=[
+                FORK_OUTSIDE if e.parent_id is None else where.get(e.parent_id, FORK_OUTSIDE)
+                for e in entries
+            ],
+            special=special,
+            labels=self.get_labels(),
+            name=self.get_session_name(),
+            leaf=None
+            if entry_id is not None
+            else (FORK_OUTSIDE if leaf_id is None else where.get(leaf_id, FORK_OUTSIDE)),
+            position_of=where.get,
+            write_lines=write_lines,
+        )
 
     def get_labels(self) -> dict[str, str]:
         """Every current label as ``{entry id: label}``.

@@ -11,6 +11,7 @@ from .. import _core
 from .._util import now_iso
 from ..entries import (
     LeafEntry,
+    MessageEntry,
     SessionHeader,
     SessionTreeEntry,
     _trusted_entry_reader,
@@ -22,12 +23,26 @@ from ..entries import (
 )
 from ..errors import SessionError
 from ..types import LoadIssue, LoadReport, SessionStats
-from .base import DURABILITY_MODES, SessionStorage
+from .base import (
+    DURABILITY_MODES,
+    FORK_NULL_TARGET,
+    FORK_OUTSIDE,
+    ForkSource,
+    SessionStorage,
+    fork_target_error,
+)
 
 __all__ = ["Limits"]
 
 
 _MAX_ID_BYTES = 256
+
+
+def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
+    """The same entry line with ``parent_id`` replaced; every other field is kept."""
+    d = json.loads(line)
+    d["parent_id"] = parent_id
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class Limits:
@@ -275,6 +290,132 @@ class _EngineStorage(SessionStorage):
         self._check()
         engine = self._engine
         return _from_dicts(lambda: engine.objects(range(len(engine)))), engine.parents()
+
+    def get_newest_timestamp(self) -> str | None:
+        self._check()
+        return self._engine.newest_timestamp()
+
+    def get_first_message(self, role: str) -> MessageEntry | None:
+        _check_id_arg("role", role, optional=False)
+        self._check()
+        engine = self._engine
+        for idx in engine.select("message"):
+            if engine.info(idx)[1] == role:
+                entry = entry_from_dict(engine.objects([idx])[0])
+                assert isinstance(entry, MessageEntry)
+                return entry
+        return None
+
+    def get_fork_source(self, entry_id: str | None, position: str) -> ForkSource:
+        # Works on engine indices and raw lines: no entry objects are built, and lines are
+        # copied byte for byte unless their parent changes.
+        _check_id_arg("entry_id", entry_id, optional=True)
+        self._check()
+        engine = self._engine
+        all_parents = engine.parents()
+        where: dict[int, int] | None = None
+
+        def pos_of_key(k: int) -> int:
+            return k if where is None else where.get(k, FORK_OUTSIDE)
+
+        keys: Sequence[int]
+        if entry_id is None:
+            keys = range(len(engine))
+            parent: Sequence[int] = all_parents
+            source_leaf = engine.leaf()
+            leaf_pos: int | None = FORK_OUTSIDE if source_leaf is None else source_leaf
+        else:
+            target = engine.lookup(entry_id)
+            if target is None:
+                raise SessionError("not_found", f"entry {entry_id!r} not found")
+            kind, role, target_parent, _, _ = engine.info(target)
+            if position == "at":
+                keys = engine.path_indices(entry_id, True)
+            else:
+                if kind == "message" and role != "user":
+                    raise fork_target_error(entry_id, role or "")
+                keys = (
+                    []
+                    if target_parent is None
+                    else engine.path_indices(engine.id_of(target_parent), True)
+                )
+            where = {k: i for i, k in enumerate(keys)}
+            parent = [
+                FORK_OUTSIDE if all_parents[k] < 0 else pos_of_key(all_parents[k]) for k in keys
+            ]
+            leaf_pos = None
+
+        # Lines that name a parent the reader could not find: the engine made them roots.
+        dangling_lines: set[int] = set()
+        unknown_leaf_lines: set[int] = set()
+        for line_no, _, kind_name, _ in engine.report()[0]:
+            if kind_name == "dangling_parent":
+                dangling_lines.add(line_no)
+            elif kind_name == "unknown_leaf_target":
+                unknown_leaf_lines.add(line_no)
+
+        special: dict[int, tuple[str, int, str | None]] = {}
+        for type_name in ("label", "leaf", "session_info"):
+            idxs = [k for k in engine.find(type_name) if pos_of_key(k) >= 0]
+            if not idxs:
+                continue
+            for k, raw in zip(idxs, engine.lines(idxs), strict=True):
+                _, _, _, tgt, line_no = engine.info(k)
+                if type_name == "session_info":
+                    name = json.loads(raw).get("name")
+                    special[pos_of_key(k)] = (
+                        type_name,
+                        FORK_OUTSIDE,
+                        name if isinstance(name, str) else None,
+                    )
+                elif type_name == "label":
+                    text = json.loads(raw).get("label")
+                    tpos = FORK_OUTSIDE if tgt is None else pos_of_key(tgt)
+                    special[pos_of_key(k)] = (
+                        type_name,
+                        tpos,
+                        text if isinstance(text, str) else None,
+                    )
+                else:
+                    if tgt is not None:
+                        tpos = pos_of_key(tgt)
+                    elif line_no in unknown_leaf_lines:
+                        tpos = FORK_OUTSIDE
+                    else:
+                        tpos = FORK_NULL_TARGET
+                    special[pos_of_key(k)] = (type_name, tpos, None)
+
+        def position_of(eid: str) -> int | None:
+            k = engine.lookup(eid)
+            if k is None:
+                return None
+            p = pos_of_key(k)
+            return None if p < 0 else p
+
+        def write_lines(kept: Sequence[int], new_parent: Sequence[int]) -> list[bytes]:
+            self._check()
+            src_keys = [keys[i] for i in kept]
+            lines = engine.lines(src_keys)
+            for j, (k, np) in enumerate(zip(src_keys, new_parent, strict=True)):
+                new_key = FORK_OUTSIDE if np < 0 else keys[np]
+                if all_parents[k] != new_key or (
+                    dangling_lines and new_key < 0 and engine.info(k)[4] in dangling_lines
+                ):
+                    lines[j] = _reparent_line(
+                        lines[j], None if new_key < 0 else engine.id_of(new_key)
+                    )
+            return lines
+
+        return ForkSource(
+            id_of=lambda i: engine.id_of(keys[i]),
+            parent=parent,
+            special=special,
+            labels=engine.labels(),
+            name=engine.name(),
+            leaf=leaf_pos,
+            position_of=position_of,
+            write_lines=write_lines,
+        )
 
     def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
         _check_id_arg("leaf_id", leaf_id, optional=True)

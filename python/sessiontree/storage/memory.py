@@ -46,6 +46,52 @@ class InMemorySessionStorage(_EngineStorage):
         assert data is not None
         return data
 
+    @property
+    def size_bytes(self) -> int:
+        """The size of the document in bytes (what :meth:`to_jsonl` would return)."""
+        self._check()
+        return self._engine.byte_len
+
+    def share(self) -> InMemorySessionStorage:
+        """A second storage over this same document.
+
+        Appends through either are seen by both. Closing the share ends only the share;
+        closing this storage ends the document (and so every share). ``InMemorySessionRepo``
+        hands shares to the sessions it opens and keeps the document.
+
+        >>> doc = InMemorySessionStorage()
+        >>> view = doc.share()
+        >>> view.close()
+        >>> doc.closed, view.closed
+        (False, True)
+        """
+        self._check()
+        return _SharedMemoryStorage(self._engine)
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self)} entries"
-        return f"<InMemorySessionStorage {self.session_id!r} {state}>"
+        return f"<{type(self).__name__} {self.session_id!r} {state}>"
+
+
+class _SharedMemoryStorage(InMemorySessionStorage):
+    """A share of another :class:`InMemorySessionStorage`'s document (see ``share``)."""
+
+    def __init__(self, engine: _core.Engine) -> None:
+        _EngineStorage.__init__(self, engine)
+        self._released = False
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`, or once the shared document was closed."""
+        return self._released or self._engine.closed
+
+    def _check(self) -> None:
+        if self._released:
+            raise SessionError("closed", "the session storage is closed")
+        super()._check()
+
+    def flush(self) -> None:
+        self._check()
+
+    def close(self) -> None:
+        self._released = True
