@@ -42,7 +42,7 @@ from sessiontree.compaction import (
 
 TS = 1_767_225_600_000
 # The pi fixtures sit in shared/ beside the checkout (in CI too).
-PI_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "pi"
+PI_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
 
 
 # --------------------------------------------------------------------------- builders

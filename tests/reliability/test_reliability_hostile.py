@@ -30,7 +30,7 @@ import sessiontree as st
 
 DEEP_CHAIN = int(os.environ.get("SESSIONTREE_DEEP_CHAIN", "1000000"))
 HUGE_LINE = os.environ.get("SESSIONTREE_HUGE_LINE") == "1"
-REGRESSIONS = Path(__file__).with_name("fuzz_regressions")
+REGRESSIONS = Path(__file__).parents[1] / "fuzz_regressions"
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z",'

@@ -1,6 +1,6 @@
 """Process crashes: writers SIGKILLed at random moments lose no acknowledged entry.
 
-A fork server (``tests/reliability_writer.py serve``) starts writer processes on demand.
+A fork server (``tests/reliability/reliability_writer.py serve``) starts writer processes on demand.
 Each writer opens the session for writing (cutting the torn tail the last one left),
 appends entries of random size (one in ten between 64 KiB and 1 MiB, so kills land in
 the middle of writes) and prints every entry id after its append returns. The test kills
