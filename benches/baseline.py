@@ -166,6 +166,27 @@ class BaselineSession:
         """The newest ``count`` entries in file order, newest first."""
         return self.entries[: -count - 1 : -1] if count else []
 
+    # -- tree ----------------------------------------------------------------------------
+
+    def tree(self) -> list[dict[str, Any]]:
+        """Root nodes ``{"entry", "children", "label"}`` in file order, children likewise."""
+        labels: dict[str, str] = {}
+        for e in self.entries:
+            if e.get("type") == "label":
+                target, text = e.get("target_id"), e.get("label")
+                if isinstance(text, str):
+                    labels[target] = text
+                else:
+                    labels.pop(target, None)
+        nodes: dict[str, dict[str, Any]] = {}
+        roots: list[dict[str, Any]] = []
+        for e in self.entries:
+            node = {"entry": e, "children": [], "label": labels.get(e["id"])}
+            nodes[e["id"]] = node
+            parent = e.get("parent_id")
+            (roots if parent is None else nodes[parent]["children"]).append(node)
+        return roots
+
     # -- context -------------------------------------------------------------------------
 
     def build_context(self, leaf: str | None = None) -> dict[str, Any]:

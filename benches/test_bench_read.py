@@ -141,3 +141,41 @@ def test_build_context(
         n=opened["workload"].manifest.n,
         context=len(messages),
     )
+
+
+def _shape(roots: list[Any], entry: Any, children: Any, label: Any) -> tuple[int, int, str]:
+    """(nodes, labelled nodes, a digest of the ids in depth-first order), without recursion."""
+    count = labelled = 0
+    ids: list[tuple[str, int]] = []
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        labelled += label(node) is not None
+        ids.append((entry(node), depth))
+        stack.extend((c, depth + 1) for c in reversed(children(node)))
+    return count, labelled, context_digest(ids)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_get_tree(
+    benchmark: BenchmarkFixture,
+    bench: Bench,
+    opened: dict[str, Any],
+    request: pytest.FixtureRequest,
+    impl: str,
+) -> None:
+    """``get_tree()`` of the whole session: every entry as a node, with labels."""
+    benchmark.group = f"get-tree@{bench.label('large')}"
+    if impl == "sessiontree":
+        session = opened["sessiontree"]
+        roots = benchmark.pedantic(session.get_tree, rounds=bench.rounds(impl, "large"))
+        shape = _shape(roots, lambda n: n.entry.id, lambda n: n.children, lambda n: n.label)
+    else:
+        bl = _baseline(request)
+        roots = benchmark.pedantic(bl.tree, rounds=bench.rounds(impl, "large"))
+        shape = _shape(
+            roots, lambda n: n["entry"]["id"], lambda n: n["children"], lambda n: n["label"]
+        )
+    bench.crosscheck(benchmark.group, impl, shape)
+    benchmark.extra_info.update(scenario="get-tree", impl=impl, n=opened["workload"].manifest.n)
