@@ -3,11 +3,48 @@
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
-__all__ = ["Engine", "__version__", "_register_error_classes"]
+__all__ = [
+    "DURABILITY_MODES",
+    "ENTRY_TYPES",
+    "ERROR_CODES",
+    "FORMAT_VERSION",
+    "MAX_DEPTH",
+    "MAX_ID_BYTES",
+    "MAX_LINE_BYTES",
+    "MESSAGE_ROLES",
+    "STOP_REASONS",
+    "THINKING_LEVELS",
+    "Engine",
+    "__version__",
+    "_register_error_classes",
+]
 
 __version__: str
+
+# The constants the package shares with the engine, declared once in Rust (see the
+# `sessiontree` modules that re-export them).
+FORMAT_VERSION: Final[int]
+"""The newest file format version the engine reads and writes."""
+MAX_ID_BYTES: Final[int]
+"""The longest entry id readers accept, in UTF-8 bytes (and the cap on ``max_id_bytes``)."""
+MAX_LINE_BYTES: Final[int]
+"""The default ``max_line_bytes``: the longest entry line accepted."""
+MAX_DEPTH: Final[int]
+"""The default ``max_depth``: the deepest JSON nesting accepted."""
+ENTRY_TYPES: Final[tuple[str, ...]]
+"""The entry ``type`` values the engine knows, in FORMAT.md's order."""
+MESSAGE_ROLES: Final[tuple[str, ...]]
+"""The message roles the engine knows, in FORMAT.md's order."""
+THINKING_LEVELS: Final[tuple[str, ...]]
+"""The allowed thinking levels, lowest first."""
+STOP_REASONS: Final[tuple[str, ...]]
+"""The allowed assistant ``stop_reason`` values."""
+ERROR_CODES: Final[tuple[str, ...]]
+"""Every ``SessionError.code``, in the engine's order."""
+DURABILITY_MODES: Final[tuple[str, ...]]
+"""The durability modes, weakest first."""
 
 @final
 class Engine:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
+from . import _core
 from ._util import now_iso, uuid7
 from .errors import SessionError
 from .messages import (
@@ -94,31 +95,23 @@ __all__ = [
     "header_to_json",
 ]
 
-FORMAT_VERSION: Final = 3
+# The constants below are declared once, in the Rust engine, and read from ``_core``.
+
+FORMAT_VERSION: Final = _core.FORMAT_VERSION
 """The file format version this package writes (and the highest it reads)."""
 
-MAX_ID_BYTES: Final = 256
+MAX_ID_BYTES: Final = _core.MAX_ID_BYTES
 """The longest entry id accepted, in UTF-8 bytes."""
 
+# Type checkers need the values spelled out; tests/test_constants.py checks that they
+# equal ``THINKING_LEVELS``.
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 """How much reasoning the model is asked for."""
 
-THINKING_LEVELS: Final[tuple[str, ...]] = ("off", "minimal", "low", "medium", "high", "xhigh")
+THINKING_LEVELS: Final[tuple[str, ...]] = _core.THINKING_LEVELS
 """The allowed thinking levels, lowest first."""
 
-ENTRY_TYPES: Final[tuple[str, ...]] = (
-    "message",
-    "thinking_level_change",
-    "model_change",
-    "active_tools_change",
-    "compaction",
-    "branch_summary",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-    "leaf",
-)
+ENTRY_TYPES: Final[tuple[str, ...]] = _core.ENTRY_TYPES
 """The entry ``type`` values this version knows; any other loads as :class:`UnknownEntry`."""
 
 

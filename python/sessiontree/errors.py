@@ -30,21 +30,8 @@ __all__ = [
     "SessionIOError",
 ]
 
-ERROR_CODES: Final = (
-    "not_found",
-    "invalid_fork_target",
-    "invalid_argument",
-    "invalid_id",
-    "corrupt",
-    "duplicate_id",
-    "locked",
-    "readonly",
-    "closed",
-    "modified_externally",
-    "limit_exceeded",
-    "io",
-    "exists",
-)
+ERROR_CODES: Final[tuple[str, ...]] = _core.ERROR_CODES
+"""Every :attr:`SessionError.code` (declared once, in the Rust engine)."""
 
 
 class SessionError(Exception):

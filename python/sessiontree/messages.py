@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
+from . import _core
 from ._util import iso_to_ms, now_ms
 from .errors import SessionError
 
@@ -66,20 +67,16 @@ __all__ = [
     "message_to_dict",
 ]
 
+# The sets below are declared once, in the Rust engine, and read from ``_core``. Type
+# checkers need ``StopReason`` spelled out; tests/test_constants.py checks that it equals
+# ``STOP_REASONS``.
 StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
 """Why an assistant turn ended."""
 
-STOP_REASONS: Final[tuple[str, ...]] = ("stop", "length", "tool_use", "error", "aborted")
+STOP_REASONS: Final[tuple[str, ...]] = _core.STOP_REASONS
 """The allowed values of :attr:`AssistantMessage.stop_reason`."""
 
-MESSAGE_ROLES: Final[tuple[str, ...]] = (
-    "user",
-    "assistant",
-    "tool_result",
-    "custom",
-    "compaction_summary",
-    "branch_summary",
-)
+MESSAGE_ROLES: Final[tuple[str, ...]] = _core.MESSAGE_ROLES
 """The roles this version knows; any other role loads as :class:`UnknownMessage`."""
 
 

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use hashbrown::HashTable;
 
 use crate::engine::line::{ParsedEntry, UsageSums};
+use crate::engine::names::{lookup, name_of, names};
 
 /// "No entry": a root's parent, a missing target, the leaf before any entry.
 pub const NONE: u32 = u32::MAX;
@@ -49,23 +50,43 @@ pub enum Kind {
     Unknown,
 }
 
+/// The `type` of the header line (FORMAT.md).
+pub const HEADER_TYPE: &str = "session";
+
+/// Every entry type of FORMAT.md with its `type` string, in FORMAT.md's order: the one
+/// place these names are written ([`ENTRY_TYPES`] and `Kind`'s parsing and printing read it).
+const KIND_NAMES: [(Kind, &str); 11] = [
+    (Kind::Message, "message"),
+    (Kind::ThinkingLevelChange, "thinking_level_change"),
+    (Kind::ModelChange, "model_change"),
+    (Kind::ActiveToolsChange, "active_tools_change"),
+    (Kind::Compaction, "compaction"),
+    (Kind::BranchSummary, "branch_summary"),
+    (Kind::Custom, "custom"),
+    (Kind::CustomMessage, "custom_message"),
+    (Kind::Label, "label"),
+    (Kind::SessionInfo, "session_info"),
+    (Kind::Leaf, "leaf"),
+];
+
+/// The entry `type` values this version knows (Python's `ENTRY_TYPES`).
+pub const ENTRY_TYPES: [&str; KIND_NAMES.len()] = names(&KIND_NAMES);
+
 impl Kind {
     /// The kind for a `type` string.
     pub fn from_type(name: &str) -> Kind {
-        match name {
-            "session" => Kind::Header,
-            "message" => Kind::Message,
-            "thinking_level_change" => Kind::ThinkingLevelChange,
-            "model_change" => Kind::ModelChange,
-            "active_tools_change" => Kind::ActiveToolsChange,
-            "compaction" => Kind::Compaction,
-            "branch_summary" => Kind::BranchSummary,
-            "custom" => Kind::Custom,
-            "custom_message" => Kind::CustomMessage,
-            "label" => Kind::Label,
-            "session_info" => Kind::SessionInfo,
-            "leaf" => Kind::Leaf,
-            _ => Kind::Unknown,
+        if name == HEADER_TYPE {
+            return Kind::Header;
+        }
+        lookup(&KIND_NAMES, name).unwrap_or(Kind::Unknown)
+    }
+
+    /// The `type` string of a known kind; `"unknown"` for [`Kind::Unknown`] (whose real
+    /// type is kept by the arena).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Header => HEADER_TYPE,
+            _ => name_of(&KIND_NAMES, self).unwrap_or("unknown"),
         }
     }
 }
@@ -92,17 +113,32 @@ pub enum Role {
     Other,
 }
 
+/// Every message role of FORMAT.md with its `role` string, in FORMAT.md's order: the one
+/// place these names are written ([`MESSAGE_ROLES`] and `Role`'s parsing and printing read it).
+const ROLE_NAMES: [(Role, &str); 6] = [
+    (Role::User, "user"),
+    (Role::Assistant, "assistant"),
+    (Role::ToolResult, "tool_result"),
+    (Role::Custom, "custom"),
+    (Role::CompactionSummary, "compaction_summary"),
+    (Role::BranchSummary, "branch_summary"),
+];
+
+/// The message roles this version knows (Python's `MESSAGE_ROLES`).
+pub const MESSAGE_ROLES: [&str; ROLE_NAMES.len()] = names(&ROLE_NAMES);
+
 impl Role {
     /// The role for a `role` string.
     pub fn from_name(name: &str) -> Role {
-        match name {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool_result" => Role::ToolResult,
-            "custom" => Role::Custom,
-            "compaction_summary" => Role::CompactionSummary,
-            "branch_summary" => Role::BranchSummary,
-            _ => Role::Other,
+        lookup(&ROLE_NAMES, name).unwrap_or(Role::Other)
+    }
+
+    /// The `role` string of a known role; `None` for [`Role::None`], `"other"` for
+    /// [`Role::Other`].
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Role::None => None,
+            _ => Some(name_of(&ROLE_NAMES, self).unwrap_or("other")),
         }
     }
 }

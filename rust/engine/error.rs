@@ -3,6 +3,8 @@
 use std::fmt;
 use std::io;
 
+use crate::engine::names::names;
+
 /// What went wrong; the string form is the Python `SessionError.code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -34,41 +36,55 @@ pub enum ErrorCode {
     Exists,
 }
 
+/// Every code with its string, in declaration order (`code as usize` indexes it): the one
+/// place the codes are written ([`ErrorCode::ALL`], [`ERROR_CODES`] and
+/// [`ErrorCode::as_str`] read it).
+const CODE_NAMES: [(ErrorCode, &str); 13] = [
+    (ErrorCode::NotFound, "not_found"),
+    (ErrorCode::InvalidForkTarget, "invalid_fork_target"),
+    (ErrorCode::InvalidArgument, "invalid_argument"),
+    (ErrorCode::InvalidId, "invalid_id"),
+    (ErrorCode::Corrupt, "corrupt"),
+    (ErrorCode::DuplicateId, "duplicate_id"),
+    (ErrorCode::Locked, "locked"),
+    (ErrorCode::Readonly, "readonly"),
+    (ErrorCode::Closed, "closed"),
+    (ErrorCode::ModifiedExternally, "modified_externally"),
+    (ErrorCode::LimitExceeded, "limit_exceeded"),
+    (ErrorCode::Io, "io"),
+    (ErrorCode::Exists, "exists"),
+];
+
+// `as_str` indexes the table by discriminant: a variant out of place fails the build.
+const _: () = {
+    let mut i = 0;
+    while i < CODE_NAMES.len() {
+        assert!(
+            CODE_NAMES[i].0 as usize == i,
+            "CODE_NAMES out of declaration order"
+        );
+        i += 1;
+    }
+};
+
+/// The stable string codes shared with Python (its `ERROR_CODES`), in declaration order.
+pub const ERROR_CODES: [&str; CODE_NAMES.len()] = names(&CODE_NAMES);
+
 impl ErrorCode {
     /// Every code, in declaration order (`code as usize` indexes it).
-    pub const ALL: [ErrorCode; 13] = [
-        ErrorCode::NotFound,
-        ErrorCode::InvalidForkTarget,
-        ErrorCode::InvalidArgument,
-        ErrorCode::InvalidId,
-        ErrorCode::Corrupt,
-        ErrorCode::DuplicateId,
-        ErrorCode::Locked,
-        ErrorCode::Readonly,
-        ErrorCode::Closed,
-        ErrorCode::ModifiedExternally,
-        ErrorCode::LimitExceeded,
-        ErrorCode::Io,
-        ErrorCode::Exists,
-    ];
+    pub const ALL: [ErrorCode; CODE_NAMES.len()] = {
+        let mut out = [ErrorCode::NotFound; CODE_NAMES.len()];
+        let mut i = 0;
+        while i < out.len() {
+            out[i] = CODE_NAMES[i].0;
+            i += 1;
+        }
+        out
+    };
 
     /// The stable string code shared with Python.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::InvalidForkTarget => "invalid_fork_target",
-            ErrorCode::InvalidArgument => "invalid_argument",
-            ErrorCode::InvalidId => "invalid_id",
-            ErrorCode::Corrupt => "corrupt",
-            ErrorCode::DuplicateId => "duplicate_id",
-            ErrorCode::Locked => "locked",
-            ErrorCode::Readonly => "readonly",
-            ErrorCode::Closed => "closed",
-            ErrorCode::ModifiedExternally => "modified_externally",
-            ErrorCode::LimitExceeded => "limit_exceeded",
-            ErrorCode::Io => "io",
-            ErrorCode::Exists => "exists",
-        }
+        ERROR_CODES[self as usize]
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use memchr::memchr;
 
 use crate::engine::error::{EngineError, ErrorCode, Result};
+use crate::engine::names::{lookup, names};
 
 /// How far an append is pushed towards the disk before it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,19 +25,30 @@ pub enum Durability {
     Fsync,
 }
 
+/// Every durability mode with its name, weakest first: the one place these names are
+/// written ([`DURABILITY_MODES`] and [`Durability::parse`] read it).
+const DURABILITY_NAMES: [(Durability, &str); 4] = [
+    (Durability::None, "none"),
+    (Durability::Flush, "flush"),
+    (Durability::Group, "group"),
+    (Durability::Fsync, "fsync"),
+];
+
+/// The durability mode names (Python's `DURABILITY_MODES`).
+pub const DURABILITY_MODES: [&str; DURABILITY_NAMES.len()] = names(&DURABILITY_NAMES);
+
 impl Durability {
-    /// Parses `none`, `flush`, `group` or `fsync`.
+    /// Parses one of [`DURABILITY_MODES`].
     pub fn parse(s: &str) -> Result<Durability> {
-        match s {
-            "none" => Ok(Durability::None),
-            "flush" => Ok(Durability::Flush),
-            "group" => Ok(Durability::Group),
-            "fsync" => Ok(Durability::Fsync),
-            _ => Err(EngineError::new(
+        lookup(&DURABILITY_NAMES, s).ok_or_else(|| {
+            EngineError::new(
                 ErrorCode::InvalidArgument,
-                format!("durability must be one of none, flush, group, fsync (got {s:?})"),
-            )),
-        }
+                format!(
+                    "durability must be one of {} (got {s:?})",
+                    DURABILITY_MODES.join(", ")
+                ),
+            )
+        })
     }
 }
 
@@ -51,6 +63,9 @@ pub struct Limits {
     pub max_id_bytes: usize,
 }
 
+/// The default line limit: 256 MiB, far above any real entry.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 256 << 20;
+
 /// The default nesting limit: far above real entries (about 10 levels), far below the
 /// depth at which Python's `json` raises `RecursionError`.
 pub const DEFAULT_MAX_DEPTH: usize = 128;
@@ -58,7 +73,7 @@ pub const DEFAULT_MAX_DEPTH: usize = 128;
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_line_bytes: 256 << 20,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_depth: DEFAULT_MAX_DEPTH,
             max_id_bytes: crate::engine::line::MAX_ID_BYTES,
         }

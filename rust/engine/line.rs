@@ -12,7 +12,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::engine::arena::{Kind, Role};
+use crate::engine::arena::{Kind, Role, HEADER_TYPE};
 use crate::engine::schema::{self, MessageFields, Shape};
 
 /// Readers accept ids of at most this many bytes (FORMAT.md).
@@ -164,7 +164,7 @@ impl<'a> RawEntry<'a> {
     fn check_fields(&self, kind: Kind) -> Result<(), LineError> {
         let type_name = &*self.kind;
         let fail = |m: String| LineError(m);
-        schema::check_rules(type_name, |n| self.field(n), schema::entry_rules(type_name))
+        schema::check_rules(type_name, |n| self.field(n), schema::entry_rules(kind))
             .map_err(fail)?;
         match kind {
             Kind::ThinkingLevelChange => schema::check_one_of(
@@ -355,7 +355,7 @@ pub fn parse_header(line: &str) -> Result<String, LineError> {
         Ok(raw) => raw,
         Err(e) => return line_err(format!("malformed session header: {e}")),
     };
-    if raw.kind != "session" {
+    if raw.kind != HEADER_TYPE {
         return line_err(format!(
             "line 1 is a {:?} entry, not a session header",
             raw.kind

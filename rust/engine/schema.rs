@@ -16,6 +16,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::engine::arena::{Kind, Role};
+
 /// Captured fields of a JSON object (key, raw value), in order.
 type Fields<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
 
@@ -292,19 +294,19 @@ const SESSION_INFO_RULES: &[Rule] = &[req("name", STR_NULL)];
 const LEAF_RULES: &[Rule] = &[req("target_id", STR_NULL)];
 
 /// The fields of a known entry type beyond the base, with their rules.
-pub fn entry_rules(type_name: &str) -> &'static [Rule] {
-    match type_name {
-        "thinking_level_change" => THINKING_RULES,
-        "model_change" => MODEL_RULES,
-        "active_tools_change" => TOOLS_RULES,
-        "compaction" => COMPACTION_RULES,
-        "branch_summary" => BRANCH_RULES,
-        "custom" => CUSTOM_RULES,
-        "custom_message" => CUSTOM_MESSAGE_RULES,
-        "label" => LABEL_RULES,
-        "session_info" => SESSION_INFO_RULES,
-        "leaf" => LEAF_RULES,
-        _ => &[],
+pub fn entry_rules(kind: Kind) -> &'static [Rule] {
+    match kind {
+        Kind::ThinkingLevelChange => THINKING_RULES,
+        Kind::ModelChange => MODEL_RULES,
+        Kind::ActiveToolsChange => TOOLS_RULES,
+        Kind::Compaction => COMPACTION_RULES,
+        Kind::BranchSummary => BRANCH_RULES,
+        Kind::Custom => CUSTOM_RULES,
+        Kind::CustomMessage => CUSTOM_MESSAGE_RULES,
+        Kind::Label => LABEL_RULES,
+        Kind::SessionInfo => SESSION_INFO_RULES,
+        Kind::Leaf => LEAF_RULES,
+        Kind::Header | Kind::Message | Kind::Unknown => &[],
     }
 }
 
@@ -448,12 +450,12 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
     let what = format!("{role} message");
     let lookup = |n: &str| m.get(n);
     let content = m.content.as_ref();
-    match &*role {
-        "user" => {
+    match Role::from_name(&role) {
+        Role::User => {
             check_rules(&what, lookup, &[req("timestamp", INT)])?;
             check_blocks(&what, content, &["text", "image"], true)
         }
-        "assistant" => {
+        Role::Assistant => {
             check_rules(
                 &what,
                 lookup,
@@ -472,7 +474,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
             }
             check_blocks(&what, content, &["text", "thinking", "tool_call"], false)
         }
-        "tool_result" => {
+        Role::ToolResult => {
             check_rules(
                 &what,
                 lookup,
@@ -485,7 +487,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
             )?;
             check_blocks(&what, content, &["text", "image"], false)
         }
-        "custom" => {
+        Role::Custom => {
             check_rules(
                 &what,
                 lookup,
@@ -500,7 +502,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
                 _ => Err(format!("{what}: `content` must be a string")),
             }
         }
-        "compaction_summary" => check_rules(
+        Role::CompactionSummary => check_rules(
             &what,
             lookup,
             &[
@@ -509,7 +511,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
                 req("timestamp", INT),
             ],
         ),
-        "branch_summary" => check_rules(
+        Role::BranchSummary => check_rules(
             &what,
             lookup,
             &[

@@ -14,9 +14,13 @@ mod pyjson;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyTuple, PyType};
 
-use crate::engine::arena::{Kind, Role, NONE};
+use crate::engine::arena::{Kind, Role, ENTRY_TYPES, MESSAGE_ROLES, NONE};
+use crate::engine::error::ERROR_CODES;
+use crate::engine::jsonl::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_LINE_BYTES, DURABILITY_MODES};
+use crate::engine::line::{FORMAT_VERSION, MAX_ID_BYTES};
+use crate::engine::schema::{STOP_REASONS, THINKING_LEVELS};
 #[cfg(feature = "test-hooks")]
 use crate::engine::store::Fault;
 use crate::engine::store::{OpenOptions, DEFAULT_INDEX_MIN_BYTES};
@@ -99,37 +103,6 @@ fn limits(
 
 fn opt_idx(idx: u32) -> Option<u32> {
     (idx != NONE).then_some(idx)
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Header => "session",
-        Kind::Message => "message",
-        Kind::ThinkingLevelChange => "thinking_level_change",
-        Kind::ModelChange => "model_change",
-        Kind::ActiveToolsChange => "active_tools_change",
-        Kind::Compaction => "compaction",
-        Kind::BranchSummary => "branch_summary",
-        Kind::Custom => "custom",
-        Kind::CustomMessage => "custom_message",
-        Kind::Label => "label",
-        Kind::SessionInfo => "session_info",
-        Kind::Leaf => "leaf",
-        Kind::Unknown => "unknown",
-    }
-}
-
-fn role_name(role: Role) -> Option<&'static str> {
-    match role {
-        Role::None => None,
-        Role::User => Some("user"),
-        Role::Assistant => Some("assistant"),
-        Role::ToolResult => Some("tool_result"),
-        Role::Custom => Some("custom"),
-        Role::CompactionSummary => Some("compaction_summary"),
-        Role::BranchSummary => Some("branch_summary"),
-        Role::Other => Some("other"),
-    }
 }
 
 /// One session's engine: the arena over a file or a memory buffer.
@@ -393,8 +366,8 @@ impl PyEngine {
         }
         let n = self.store.arena().node(idx);
         Ok((
-            kind_name(n.kind),
-            role_name(n.role),
+            n.kind.name(),
+            n.role.name(),
             opt_idx(n.parent),
             opt_idx(n.target),
             n.line_no,
@@ -694,10 +667,29 @@ impl PyEngine {
     }
 }
 
+/// The format and API constants Python shares with the engine, as module attributes:
+/// `sessiontree` reads them from here rather than writing them again (ints for numbers,
+/// tuples of `str` for sets, in the engine's order).
+fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let strs = |names: &[&str]| PyTuple::new(py, names);
+    m.add("FORMAT_VERSION", FORMAT_VERSION)?;
+    m.add("MAX_ID_BYTES", MAX_ID_BYTES)?;
+    m.add("MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES)?;
+    m.add("MAX_DEPTH", DEFAULT_MAX_DEPTH)?;
+    m.add("ENTRY_TYPES", strs(&ENTRY_TYPES)?)?;
+    m.add("MESSAGE_ROLES", strs(&MESSAGE_ROLES)?)?;
+    m.add("THINKING_LEVELS", strs(THINKING_LEVELS)?)?;
+    m.add("STOP_REASONS", strs(STOP_REASONS)?)?;
+    m.add("ERROR_CODES", strs(&ERROR_CODES)?)?;
+    m.add("DURABILITY_MODES", strs(&DURABILITY_MODES)?)?;
+    Ok(())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    Ok(())
+    add_constants(m)
 }

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Final, Literal
 
+from .. import _core
 from ..entries import (
     ActiveToolsChangeEntry,
     LabelEntry,
@@ -36,8 +37,10 @@ __all__ = [
 ]
 
 
+# Type checkers need ``Durability`` spelled out; tests/test_constants.py checks that it
+# equals ``DURABILITY_MODES``, which is declared once, in the Rust engine.
 Durability = Literal["none", "flush", "group", "fsync"]
-DURABILITY_MODES: tuple[str, ...] = ("none", "flush", "group", "fsync")
+DURABILITY_MODES: Final[tuple[str, ...]] = _core.DURABILITY_MODES
 
 
 FORK_OUTSIDE: Final = -1

@@ -10,6 +10,7 @@ from typing import Any
 from .. import _core
 from .._util import now_iso
 from ..entries import (
+    MAX_ID_BYTES,
     LeafEntry,
     MessageEntry,
     SessionHeader,
@@ -33,9 +34,6 @@ from .base import (
 )
 
 __all__ = ["Limits"]
-
-
-_MAX_ID_BYTES = 256
 
 
 def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
@@ -71,9 +69,9 @@ class Limits:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise SessionError("invalid_argument", f"{name} must be a positive int")
-        if max_id_bytes is not None and max_id_bytes > _MAX_ID_BYTES:
-            # Readers accept ids up to 256 bytes (FORMAT.md); the limit only tightens it.
-            raise SessionError("invalid_argument", f"max_id_bytes must be at most {_MAX_ID_BYTES}")
+        if max_id_bytes is not None and max_id_bytes > MAX_ID_BYTES:
+            # Readers accept ids up to MAX_ID_BYTES (FORMAT.md); the limit only tightens it.
+            raise SessionError("invalid_argument", f"max_id_bytes must be at most {MAX_ID_BYTES}")
         self.max_line_bytes = max_line_bytes
         self.max_depth = max_depth
         self.max_id_bytes = max_id_bytes

@@ -1,0 +1,171 @@
+"""The constants Python shares with the Rust engine come from one place (issue 9).
+
+The engine declares each once; ``sessiontree._core`` exports it and the public modules
+re-export that object. What Python must still spell out (``typing.Literal`` aliases for
+type checkers, tables keyed by the names) is checked here against the engine's value, so
+the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+
+import pytest
+
+import sessiontree as st
+from sessiontree import _core, entries, errors, messages
+from sessiontree.storage import base, engine
+
+# (public module, public name, the `_core` attribute it re-exports)
+REEXPORTS = [
+    (entries, "FORMAT_VERSION", "FORMAT_VERSION"),
+    (entries, "MAX_ID_BYTES", "MAX_ID_BYTES"),
+    (entries, "THINKING_LEVELS", "THINKING_LEVELS"),
+    (entries, "ENTRY_TYPES", "ENTRY_TYPES"),
+    (messages, "STOP_REASONS", "STOP_REASONS"),
+    (messages, "MESSAGE_ROLES", "MESSAGE_ROLES"),
+    (errors, "ERROR_CODES", "ERROR_CODES"),
+    (base, "DURABILITY_MODES", "DURABILITY_MODES"),
+    (st, "THINKING_LEVELS", "THINKING_LEVELS"),
+    (st, "ENTRY_TYPES", "ENTRY_TYPES"),
+    (st, "ERROR_CODES", "ERROR_CODES"),
+    (st, "DURABILITY_MODES", "DURABILITY_MODES"),
+]
+
+SETS = [
+    "ENTRY_TYPES",
+    "MESSAGE_ROLES",
+    "THINKING_LEVELS",
+    "STOP_REASONS",
+    "ERROR_CODES",
+    "DURABILITY_MODES",
+]
+NUMBERS = ["FORMAT_VERSION", "MAX_ID_BYTES", "MAX_LINE_BYTES", "MAX_DEPTH"]
+
+
+@pytest.mark.parametrize(("module", "name", "core_name"), REEXPORTS)
+def test_public_constant_is_the_engines(module: object, name: str, core_name: str) -> None:
+    assert getattr(module, name) is getattr(_core, core_name)
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_sets_are_tuples_of_distinct_str(name: str) -> None:
+    value = getattr(_core, name)
+    assert type(value) is tuple
+    assert value and all(type(v) is str and v for v in value)
+    assert len(set(value)) == len(value)
+
+
+@pytest.mark.parametrize("name", NUMBERS)
+def test_numbers_are_positive_ints(name: str) -> None:
+    value = getattr(_core, name)
+    assert type(value) is int
+    assert value > 0
+
+
+def test_values() -> None:
+    # The contract's values (FORMAT.md, API.md), pinned once here.
+    assert _core.FORMAT_VERSION == 3
+    assert _core.MAX_ID_BYTES == 256
+    assert _core.MAX_LINE_BYTES == 256 << 20
+    assert _core.MAX_DEPTH == 128
+    assert _core.ENTRY_TYPES == (
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "active_tools_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "leaf",
+    )
+    assert _core.MESSAGE_ROLES == (
+        "user",
+        "assistant",
+        "tool_result",
+        "custom",
+        "compaction_summary",
+        "branch_summary",
+    )
+    assert _core.THINKING_LEVELS == ("off", "minimal", "low", "medium", "high", "xhigh")
+    assert _core.STOP_REASONS == ("stop", "length", "tool_use", "error", "aborted")
+    assert _core.DURABILITY_MODES == ("none", "flush", "group", "fsync")
+    assert _core.ERROR_CODES == (
+        "not_found",
+        "invalid_fork_target",
+        "invalid_argument",
+        "invalid_id",
+        "corrupt",
+        "duplicate_id",
+        "locked",
+        "readonly",
+        "closed",
+        "modified_externally",
+        "limit_exceeded",
+        "io",
+        "exists",
+    )
+
+
+@pytest.mark.parametrize(
+    ("alias", "core_name"),
+    [
+        (entries.ThinkingLevel, "THINKING_LEVELS"),
+        (messages.StopReason, "STOP_REASONS"),
+        (base.Durability, "DURABILITY_MODES"),
+    ],
+)
+def test_literal_alias_matches_engine(alias: object, core_name: str) -> None:
+    assert typing.get_args(alias) == getattr(_core, core_name)
+
+
+def test_tables_keyed_by_the_names_cover_them_exactly() -> None:
+    assert tuple(entries._ENTRY_READERS) == _core.ENTRY_TYPES
+    assert tuple(messages._MESSAGE_READERS) == _core.MESSAGE_ROLES
+    assert tuple(errors._BY_CODE) == _core.ERROR_CODES
+
+
+def test_every_error_code_builds_its_class() -> None:
+    for code in _core.ERROR_CODES:
+        err = st.SessionError(code, "m")
+        assert err.code == code
+        assert type(err) is errors._BY_CODE[code]
+
+
+def test_limits_check_and_document_the_engine_defaults() -> None:
+    with pytest.raises(st.SessionError) as info:
+        engine.Limits(max_id_bytes=_core.MAX_ID_BYTES + 1)
+    assert info.value.code == "invalid_argument"
+    engine.Limits(max_id_bytes=_core.MAX_ID_BYTES)
+    doc = engine.Limits.__doc__ or ""
+    assert f"default {_core.MAX_LINE_BYTES >> 20} MiB" in doc
+    assert f"default and hard cap {_core.MAX_DEPTH}" in doc
+    assert f"default {_core.MAX_ID_BYTES})" in doc
+
+
+def test_engine_reads_ids_up_to_max_id_bytes() -> None:
+    line = b'{"type":"custom","id":"%s","parent_id":null,"timestamp":"T","custom_type":"x"}'
+    header = entries.header_to_json(entries.SessionHeader.generate())
+    longest = line % (b"x" * _core.MAX_ID_BYTES)
+    too_long = line % (b"y" * (_core.MAX_ID_BYTES + 1))
+    loaded = _core.Engine.from_bytes(b"\n".join([header, longest, too_long, b""]))
+    issues, _ = loaded.report()
+    assert len(issues) == 1
+    assert loaded.lookup("x" * _core.MAX_ID_BYTES) is not None
+
+
+def test_python_and_engine_read_the_same_format_versions() -> None:
+    header = entries.header_to_dict(entries.SessionHeader.generate())
+    assert header["version"] == _core.FORMAT_VERSION
+    entries.header_from_dict(header)
+    _core.Engine.from_bytes(json.dumps(header).encode() + b"\n")
+    newer = {**header, "version": _core.FORMAT_VERSION + 1}
+    with pytest.raises(st.SessionError) as py_info:
+        entries.header_from_dict(newer)
+    with pytest.raises(st.SessionError) as core_info:
+        _core.Engine.from_bytes(json.dumps(newer).encode() + b"\n")
+    assert py_info.value.code == core_info.value.code == "corrupt"
