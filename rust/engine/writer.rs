@@ -177,18 +177,13 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
             ),
         )
     };
+    // One `lstat` of the path answers both questions: when it still names our inode, the
+    // size it reports is our file's (a second `fstat` cost ~0.5 µs on every append).
     match std::fs::symlink_metadata(&b.path) {
-        Ok(m) if (m.dev(), m.ino()) == b.dev_ino => {}
-        Ok(_) => return changed("was replaced"),
-        Err(_) => return changed("was removed"),
-    }
-    match b.file.metadata() {
-        Ok(m) if m.len() == b.written_len => Ok(()),
-        Ok(_) => changed("was changed by another program"),
-        Err(e) => Err(EngineError::io(
-            format!("checking {}", b.path.display()),
-            &e,
-        )),
+        Ok(m) if (m.dev(), m.ino()) != b.dev_ino => changed("was replaced"),
+        Ok(m) if m.len() != b.written_len => changed("was changed by another program"),
+        Ok(_) => Ok(()),
+        Err(_) => changed("was removed"),
     }
 }
 
