@@ -8,6 +8,7 @@ mod index_codec;
 mod ingest;
 pub mod jsonl;
 pub mod line;
+pub mod model;
 pub mod names;
 mod open;
 pub mod schema;
