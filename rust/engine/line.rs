@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, Role, HEADER_TYPE};
-use crate::engine::schema::{self, MessageFields, Shape};
+use crate::engine::model;
+use crate::engine::schema::{self, MessageFields, Shape, Value};
 
 /// Readers accept ids of at most this many bytes (FORMAT.md).
 pub const MAX_ID_BYTES: usize = 256;
@@ -136,9 +137,10 @@ fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
 }
 
 impl<'a> RawEntry<'a> {
-    /// A type-specific field by name, as raw JSON (`None` when absent or null).
-    fn field(&self, name: &str) -> Option<&'a RawValue> {
-        match name {
+    /// A type-specific field by name (`null` included), as the checker reads it.
+    fn field(&self, name: &str) -> Option<Value<'_>> {
+        let raw = match name {
+            "message" => return self.message.as_ref().map(Value::Message),
             "target_id" => self.target_id,
             "label" => self.label,
             "first_kept_entry_id" => self.first_kept_entry_id,
@@ -156,44 +158,18 @@ impl<'a> RawEntry<'a> {
             "custom_type" => self.custom_type,
             "content" => self.content,
             "display" => self.display,
+            // `details` and `data` hold any JSON: never captured, never checked.
             _ => None,
-        }
+        };
+        raw.map(Value::Raw)
     }
 
-    /// Checks the type-specific fields of a known entry type (FORMAT.md's table).
+    /// Checks the type-specific fields of a known entry type against its model def.
     fn check_fields(&self, kind: Kind) -> Result<(), LineError> {
-        let type_name = &*self.kind;
-        let fail = |m: String| LineError(m);
-        schema::check_rules(type_name, |n| self.field(n), schema::entry_rules(kind))
-            .map_err(fail)?;
-        match kind {
-            Kind::ThinkingLevelChange => schema::check_one_of(
-                type_name,
-                "thinking_level",
-                self.thinking_level,
-                schema::THINKING_LEVELS,
-            )
-            .map_err(fail),
-            Kind::ActiveToolsChange => self
-                .active_tool_names
-                .map_or(Ok(()), |raw| {
-                    schema::check_str_list("active_tool_names", raw)
-                })
-                .map_err(fail),
-            Kind::Compaction => {
-                if let Some(tail) = non_null(self.retained_tail) {
-                    schema::check_message_list(tail).map_err(fail)?;
-                }
-                self.usage
-                    .map_or(Ok(()), |u| schema::check_usage(type_name, u))
-                    .map_err(fail)
-            }
-            Kind::BranchSummary => self
-                .usage
-                .map_or(Ok(()), |u| schema::check_usage(type_name, u))
-                .map_err(fail),
-            _ => Ok(()),
-        }
+        let Some(def) = model::entry(kind.name()) else {
+            return Ok(());
+        };
+        schema::check_object(&self.kind, def, |n| self.field(n)).map_err(LineError)
     }
 }
 
@@ -288,9 +264,11 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
     }
     let parent_id = opt_str(raw.parent_id, "parent_id")?;
     let timestamp = req_str(raw.timestamp, "timestamp")?;
-    if kind != Kind::Unknown {
-        raw.check_fields(kind)?;
+    // Before the model's checks, which would name the entry type in this message.
+    if kind == Kind::Message && !matches!(raw.message, Some(Shape::Object(_))) {
+        return line_err("`message` must be an object");
     }
+    raw.check_fields(kind)?;
     let mut entry = ParsedEntry {
         kind,
         type_name: raw.kind.clone(),
@@ -306,11 +284,10 @@ pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, L
     };
     match kind {
         Kind::Message => {
-            let message = match &raw.message {
+            let message: &MessageFields<'_> = match &raw.message {
                 Some(Shape::Object(m)) => m,
                 _ => return line_err("`message` must be an object"),
             };
-            schema::check_message(message).map_err(LineError)?;
             let role = req_str(message.get("role"), "message.role")?;
             entry.role = Role::from_name(&role);
             if entry.role == Role::Assistant {
@@ -591,6 +568,91 @@ mod tests {
         for fields in good {
             let line = format!("{{{fields},{base}}}");
             assert!(parse_entry(&line, 256).is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn every_checked_entry_field_is_captured() {
+        for def in model::ENTRIES {
+            for field in def.fields {
+                if matches!(field.kind, model::FieldKind::Any) {
+                    continue;
+                }
+                let line = format!(
+                    r#"{{"type":"x","id":"a","parent_id":null,"timestamp":"t","{}":{{}}}}"#,
+                    field.key
+                );
+                let raw: RawEntry<'_> = serde_json::from_str(&line).unwrap();
+                assert!(raw.field(field.key).is_some(), "{}", field.key);
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_the_type_and_the_path() {
+        let base = r#""id":"a","parent_id":null,"timestamp":"t""#;
+        let asst = r#""type":"message","message":{"role":"assistant","provider":"p","model":"m","timestamp":1"#;
+        let cases = [
+            (
+                format!(r#"{asst},"content":[],"usage":{{"input":1.5}}}}"#),
+                "assistant message.usage: `input` must be an integer",
+            ),
+            (
+                format!(r#"{asst},"content":[],"usage":{{"cost":{{"total":"x"}}}}}}"#),
+                "assistant message.usage.cost: `total` must be a number",
+            ),
+            (
+                format!(r#"{asst},"content":[{{"type":"text"}}]}}"#),
+                "assistant message text block: `text` is missing",
+            ),
+            (
+                format!(r#"{asst},"content":[{{"type":"image","data":"d","mime_type":"m"}}]}}"#),
+                r#"assistant message: content block type "image" is not allowed here"#,
+            ),
+            (
+                format!(r#"{asst},"content":[3]}}"#),
+                "assistant message: a content block must be an object",
+            ),
+            (
+                format!(r#"{asst},"content":"x"}}"#),
+                "assistant message: `content` must be an array",
+            ),
+            (
+                r#""type":"message","message":{"role":"user","content":3,"timestamp":1}"#.into(),
+                "user message: `content` must be a string or an array",
+            ),
+            (
+                r#""type":"thinking_level_change","thinking_level":"ultra""#.into(),
+                "thinking_level_change: `thinking_level` must be one of off, minimal, low, medium, high, xhigh",
+            ),
+            (
+                r#""type":"active_tools_change","active_tool_names":[1]"#.into(),
+                "`active_tool_names` must be an array of strings",
+            ),
+            (
+                r#""type":"compaction","summary":"s","first_kept_entry_id":null,"tokens_before":1,"retained_tail":[1]"#.into(),
+                "retained_tail: every item must be a message object",
+            ),
+            (
+                r#""type":"compaction","summary":"s","first_kept_entry_id":null,"tokens_before":1,"usage":[]"#.into(),
+                "compaction: `usage` must be an object or null",
+            ),
+            (
+                r#""type":"message","message":null"#.into(),
+                "`message` must be an object",
+            ),
+            (
+                r#""type":"message","message":{"role":1}"#.into(),
+                "message: `role` must be a string",
+            ),
+            (
+                r#""type":"label","target_id":"x","label":3"#.into(),
+                "label: `label` must be a string or null",
+            ),
+        ];
+        for (fields, want) in cases {
+            let line = format!("{{{fields},{base}}}");
+            assert_eq!(parse_entry(&line, 256).unwrap_err().0, want, "{line}");
         }
     }
 

@@ -31,7 +31,7 @@ mod tests {
     use crate::engine::arena::{Kind, Role, ENTRY_TYPES, HEADER_TYPE, MESSAGE_ROLES};
     use crate::engine::error::{ErrorCode, ERROR_CODES};
     use crate::engine::jsonl::{Durability, DURABILITY_MODES};
-    use crate::engine::schema::{STOP_REASONS, THINKING_LEVELS};
+    use crate::engine::model::{STOP_REASONS, THINKING_LEVELS};
 
     fn distinct(names: &[&str]) -> bool {
         names.iter().collect::<HashSet<_>>().len() == names.len() && !names.contains(&"")

@@ -3,7 +3,9 @@
 //! A line whose JSON is valid but whose fields have the wrong shape (a thinking level
 //! outside its set, a user message without a timestamp, a numeric provider) is reported
 //! as malformed and skipped, like broken JSON, so one bad line from another writer never
-//! makes a whole branch unreadable. The rules match what the Python layer decodes.
+//! makes a whole branch unreadable. The rules are the model's (`model.rs`): one checker,
+//! [`check_object`], walks a type's [`TypeDef`], recursing into nested objects, content
+//! blocks and messages.
 //!
 //! Fields are captured as borrowed raw JSON (one scan each) and checked by their first
 //! byte; only `content` arrays are walked by a visitor, so their large strings are
@@ -16,7 +18,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::engine::arena::{Kind, Role};
+use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 
 /// Captured fields of a JSON object (key, raw value), in order.
 type Fields<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
@@ -195,126 +197,6 @@ pub fn kind_of(raw: &RawValue) -> Json {
     }
 }
 
-/// A field requirement: which JSON kinds are allowed, and whether it may be missing.
-#[derive(Clone, Copy)]
-pub struct Rule {
-    name: &'static str,
-    allowed: &'static [Json],
-    required: bool,
-}
-
-const fn req(name: &'static str, allowed: &'static [Json]) -> Rule {
-    Rule {
-        name,
-        allowed,
-        required: true,
-    }
-}
-
-const fn opt(name: &'static str, allowed: &'static [Json]) -> Rule {
-    Rule {
-        name,
-        allowed,
-        required: false,
-    }
-}
-
-const STR: &[Json] = &[Json::Str];
-const STR_NULL: &[Json] = &[Json::Str, Json::Null];
-const INT: &[Json] = &[Json::Int];
-const BOOL: &[Json] = &[Json::Bool];
-const NUM: &[Json] = &[Json::Int, Json::Float];
-const OBJ: &[Json] = &[Json::Object];
-const OBJ_NULL: &[Json] = &[Json::Object, Json::Null];
-const ARRAY: &[Json] = &[Json::Array];
-const ARRAY_NULL: &[Json] = &[Json::Array, Json::Null];
-
-fn describe(allowed: &[Json]) -> &'static str {
-    match allowed {
-        [Json::Str] => "a string",
-        [Json::Str, Json::Null] => "a string or null",
-        [Json::Int] => "an integer",
-        [Json::Bool] => "a boolean",
-        [Json::Int, Json::Float] => "a number",
-        [Json::Object] => "an object",
-        [Json::Object, Json::Null] => "an object or null",
-        [Json::Array] => "an array",
-        _ => "an array or null",
-    }
-}
-
-/// Checks `rules` against captured fields; `what` names the object in messages.
-pub fn check_rules<'v>(
-    what: &str,
-    lookup: impl Fn(&str) -> Option<&'v RawValue>,
-    rules: &[Rule],
-) -> Result<(), String> {
-    for rule in rules {
-        match lookup(rule.name) {
-            None if rule.required => return Err(format!("{what}: `{}` is missing", rule.name)),
-            None => {}
-            Some(raw) if !rule.allowed.contains(&kind_of(raw)) => {
-                return Err(format!(
-                    "{what}: `{}` must be {}",
-                    rule.name,
-                    describe(rule.allowed)
-                ));
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-const THINKING_RULES: &[Rule] = &[req("thinking_level", STR)];
-const MODEL_RULES: &[Rule] = &[req("provider", STR), req("model_id", STR)];
-const TOOLS_RULES: &[Rule] = &[req("active_tool_names", ARRAY)];
-const COMPACTION_RULES: &[Rule] = &[
-    req("summary", STR),
-    req("first_kept_entry_id", STR_NULL),
-    req("tokens_before", INT),
-    opt("retained_tail", ARRAY_NULL),
-    opt("usage", OBJ_NULL),
-    opt("from_hook", BOOL),
-];
-const BRANCH_RULES: &[Rule] = &[
-    req("from_id", STR),
-    req("summary", STR),
-    opt("usage", OBJ_NULL),
-    opt("from_hook", BOOL),
-];
-const CUSTOM_RULES: &[Rule] = &[req("custom_type", STR)];
-const CUSTOM_MESSAGE_RULES: &[Rule] = &[
-    req("custom_type", STR),
-    req("content", STR),
-    opt("display", BOOL),
-];
-const LABEL_RULES: &[Rule] = &[req("target_id", STR), req("label", STR_NULL)];
-const SESSION_INFO_RULES: &[Rule] = &[req("name", STR_NULL)];
-const LEAF_RULES: &[Rule] = &[req("target_id", STR_NULL)];
-
-/// The fields of a known entry type beyond the base, with their rules.
-pub fn entry_rules(kind: Kind) -> &'static [Rule] {
-    match kind {
-        Kind::ThinkingLevelChange => THINKING_RULES,
-        Kind::ModelChange => MODEL_RULES,
-        Kind::ActiveToolsChange => TOOLS_RULES,
-        Kind::Compaction => COMPACTION_RULES,
-        Kind::BranchSummary => BRANCH_RULES,
-        Kind::Custom => CUSTOM_RULES,
-        Kind::CustomMessage => CUSTOM_MESSAGE_RULES,
-        Kind::Label => LABEL_RULES,
-        Kind::SessionInfo => SESSION_INFO_RULES,
-        Kind::Leaf => LEAF_RULES,
-        Kind::Header | Kind::Message | Kind::Unknown => &[],
-    }
-}
-
-/// Thinking levels of FORMAT.md.
-pub const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
-/// Stop reasons of FORMAT.md.
-pub const STOP_REASONS: &[&str] = &["stop", "length", "tool_use", "error", "aborted"];
-
 /// A raw JSON string's text, or `None` if it is not a string.
 pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     #[derive(Deserialize)]
@@ -322,124 +204,221 @@ pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<S<'_>>(raw.get()).ok().map(|s| s.0)
 }
 
-/// Checks a string field against a fixed set of values.
-pub fn check_one_of(
-    what: &str,
-    name: &str,
-    raw: Option<&RawValue>,
-    set: &[&str],
-) -> Result<(), String> {
-    let Some(raw) = raw else { return Ok(()) };
-    match raw_str(raw) {
-        Some(v) if set.contains(&&*v) => Ok(()),
-        _ => Err(format!(
-            "{what}: `{name}` must be one of {}",
-            set.join(", ")
-        )),
+/// One field's value as the line parser captured it.
+#[derive(Clone, Copy)]
+pub enum Value<'v> {
+    /// Borrowed raw JSON (most fields).
+    Raw(&'v RawValue),
+    /// A message's `content`, visited while the line was parsed.
+    Content(&'v Shape<'v, RawObject<'v>>),
+    /// An entry's `message`, visited while the line was parsed.
+    Message(&'v Shape<'v, MessageFields<'v>>),
+}
+
+impl Value<'_> {
+    /// The JSON kind, `None` for a visited scalar (which no visited field accepts).
+    fn json(self) -> Option<Json> {
+        fn shape<T>(s: &Shape<'_, T>) -> Option<Json> {
+            match s {
+                Shape::Object(_) => Some(Json::Object),
+                Shape::Array(_) => Some(Json::Array),
+                Shape::Str => Some(Json::Str),
+                Shape::Other(_) => None,
+            }
+        }
+        match self {
+            Value::Raw(raw) => Some(kind_of(raw)),
+            Value::Content(s) => shape(s),
+            Value::Message(s) => shape(s),
+        }
     }
 }
 
-/// Checks a `usage` object (integer counts, numeric cost fields).
-pub fn check_usage(what: &str, raw: &RawValue) -> Result<(), String> {
-    if kind_of(raw) == Json::Null {
-        return Ok(());
-    }
-    let fields: Fields<'_> = match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
-        Ok(Shape::Object(RawObject(f))) => f,
-        _ => return Err(format!("{what}: `usage` must be an object")),
+/// The JSON kinds a field of `kind` accepts besides `null`; `None` for any value.
+fn allowed(kind: FieldKind) -> Option<&'static [Json]> {
+    Some(match kind {
+        FieldKind::Str | FieldKind::OneOf(_) => &[Json::Str],
+        FieldKind::Int | FieldKind::TimestampMs => &[Json::Int],
+        FieldKind::Number => &[Json::Int, Json::Float],
+        FieldKind::Bool => &[Json::Bool],
+        FieldKind::Object | FieldKind::Nested(_) | FieldKind::Message => &[Json::Object],
+        FieldKind::StrList | FieldKind::Blocks(_) | FieldKind::Messages => &[Json::Array],
+        FieldKind::StrOrBlocks(_) => &[Json::Str, Json::Array],
+        FieldKind::Any => return None,
+    })
+}
+
+/// What a field must be, for error messages ("a string or null").
+fn describe(field: &FieldDef) -> String {
+    let what = match field.kind {
+        FieldKind::Str | FieldKind::OneOf(_) => "a string",
+        FieldKind::Int | FieldKind::TimestampMs => "an integer",
+        FieldKind::Number => "a number",
+        FieldKind::Bool => "a boolean",
+        FieldKind::Object | FieldKind::Nested(_) | FieldKind::Message => "an object",
+        FieldKind::StrList | FieldKind::Blocks(_) | FieldKind::Messages => "an array",
+        FieldKind::StrOrBlocks(_) => "a string or an array",
+        FieldKind::Any => "any JSON value",
     };
-    let lookup = |n: &str| get(&fields, n);
-    check_rules(
-        &format!("{what}.usage"),
-        lookup,
-        &[
-            opt("input", INT),
-            opt("output", INT),
-            opt("cache_read", INT),
-            opt("cache_write", INT),
-            opt("total_tokens", INT),
-            opt("cost", OBJ_NULL),
-        ],
-    )?;
-    if let Some(cost) = get(&fields, "cost").filter(|c| kind_of(c) == Json::Object) {
-        let cost_fields = match serde_json::from_str::<Shape<'_, RawObject<'_>>>(cost.get()) {
-            Ok(Shape::Object(RawObject(f))) => f,
-            _ => return Err(format!("{what}: `usage.cost` must be an object")),
-        };
-        check_rules(
-            &format!("{what}.usage.cost"),
-            |n| get(&cost_fields, n),
-            &[
-                opt("input", NUM),
-                opt("output", NUM),
-                opt("cache_read", NUM),
-                opt("cache_write", NUM),
-                opt("total", NUM),
-            ],
-        )?;
+    if field.nullable {
+        format!("{what} or null")
+    } else {
+        what.to_owned()
+    }
+}
+
+/// Whether `field` holds content blocks (checked last: the largest part of a line).
+fn is_content(field: &FieldDef) -> bool {
+    matches!(field.kind, FieldKind::Blocks(_) | FieldKind::StrOrBlocks(_))
+}
+
+/// Checks an object of type `def`; `get` finds its fields, `what` names it in messages.
+///
+/// Three passes over the fields in the table's order, so the cheap checks come first:
+/// every field's presence and JSON kind (one look at the first byte), then the inside of
+/// the fields that have one (set membership, string lists, nested objects, messages), then
+/// the content-block fields (presence, kind, every block).
+pub fn check_object<'v>(
+    what: &str,
+    def: &TypeDef,
+    get: impl Fn(&str) -> Option<Value<'v>>,
+) -> Result<(), String> {
+    let rest = || def.fields.iter().filter(|f| !is_content(f));
+    for field in rest() {
+        check_kind(what, field, get(field.key))?;
+    }
+    for field in rest() {
+        if let Some(value) = get(field.key) {
+            check_contents(what, field, value)?;
+        }
+    }
+    for field in def.fields.iter().filter(|f| is_content(f)) {
+        let value = get(field.key);
+        check_kind(what, field, value)?;
+        if let Some(value) = value {
+            check_contents(what, field, value)?;
+        }
     }
     Ok(())
 }
 
-fn check_block(
-    what: &str,
-    block: &Shape<'_, RawObject<'_>>,
-    allowed: &[&str],
-) -> Result<(), String> {
-    let Shape::Object(RawObject(fields)) = block else {
-        return Err(format!("{what}: a content block must be an object"));
-    };
-    let kind = get(fields, "type").and_then(raw_str);
-    let kind = match kind {
-        Some(k) if allowed.contains(&&*k) => k,
-        Some(k) => {
-            return Err(format!(
-                "{what}: content block type {k:?} is not allowed here"
-            ))
+/// A field's presence and JSON kind.
+fn check_kind(what: &str, field: &FieldDef, value: Option<Value<'_>>) -> Result<(), String> {
+    let Some(value) = value else {
+        if field.required() {
+            return Err(format!("{what}: `{}` is missing", field.key));
         }
-        None => return Err(format!("{what}: a content block needs a string `type`")),
+        return Ok(());
     };
-    let lookup = |n: &str| get(fields, n);
-    let what = format!("{what} {kind} block");
-    match &*kind {
-        "text" => check_rules(
-            &what,
-            lookup,
-            &[req("text", STR), opt("signature", STR_NULL)],
-        ),
-        "thinking" => check_rules(
-            &what,
-            lookup,
-            &[
-                req("thinking", STR),
-                opt("signature", STR_NULL),
-                opt("redacted", BOOL),
-            ],
-        ),
-        "image" => check_rules(&what, lookup, &[req("data", STR), req("mime_type", STR)]),
-        _ => check_rules(
-            &what,
-            lookup,
-            &[req("id", STR), req("name", STR), req("arguments", OBJ)],
-        ),
+    let Some(kinds) = allowed(field.kind) else {
+        return Ok(());
+    };
+    let ok = value
+        .json()
+        .is_some_and(|j| kinds.contains(&j) || (j == Json::Null && field.nullable));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: `{}` must be {}",
+            field.key,
+            describe(field)
+        ))
     }
 }
 
+/// The inside of a field whose kind was checked by [`check_object`].
+fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), String> {
+    if let Value::Raw(raw) = value {
+        if kind_of(raw) == Json::Null {
+            return Ok(());
+        }
+    }
+    let key = field.key;
+    match (field.kind, value) {
+        (FieldKind::OneOf(set), Value::Raw(raw)) => match raw_str(raw) {
+            Some(v) if set.contains(&&*v) => Ok(()),
+            _ => Err(format!("{what}: `{key}` must be one of {}", set.join(", "))),
+        },
+        (FieldKind::StrList, Value::Raw(raw)) => {
+            match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
+                Ok(items) if items.iter().all(|i| kind_of(i) == Json::Str) => Ok(()),
+                _ => Err(format!("`{key}` must be an array of strings")),
+            }
+        }
+        (FieldKind::Nested(def), Value::Raw(raw)) => {
+            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
+                Ok(Shape::Object(RawObject(fields))) => {
+                    check_object(&format!("{what}.{key}"), def, |n| {
+                        get(&fields, n).map(Value::Raw)
+                    })
+                }
+                _ => Err(format!("{what}: `{key}` must be an object")),
+            }
+        }
+        (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Content(content)) => {
+            check_blocks(what, content, tags)
+        }
+        (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Raw(raw)) => {
+            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
+                Ok(content) => check_blocks(what, &content, tags),
+                Err(e) => Err(format!("{what}: `{key}`: {e}")),
+            }
+        }
+        (FieldKind::Message, Value::Message(Shape::Object(m))) => check_message(m),
+        (FieldKind::Message, Value::Raw(raw)) => {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+                Ok(Shape::Object(m)) => check_message(&m),
+                Ok(_) => Err(format!("{what}: `{key}` must be an object")),
+                Err(e) => Err(format!("{key}: {e}")),
+            }
+        }
+        (FieldKind::Messages, Value::Raw(raw)) => {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+                Ok(Shape::Array(items)) => items.iter().try_for_each(|item| match item {
+                    Shape::Object(m) => check_message(m),
+                    _ => Err(format!("{key}: every item must be a message object")),
+                }),
+                Ok(_) => Err(format!("`{key}` must be an array or null")),
+                Err(e) => Err(format!("{key}: {e}")),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The blocks of a `content` array, each a block type of `tags` (a string passes: the
+/// kind check has already refused one where it is not allowed).
 fn check_blocks(
     what: &str,
-    content: Option<&Shape<'_, RawObject<'_>>>,
-    allowed: &[&str],
-    str_ok: bool,
+    content: &Shape<'_, RawObject<'_>>,
+    tags: &[&str],
 ) -> Result<(), String> {
     match content {
-        None => Err(format!("{what}: `content` is missing")),
-        Some(Shape::Str) if str_ok => Ok(()),
-        Some(Shape::Array(blocks)) => blocks
-            .iter()
-            .try_for_each(|b| check_block(what, b, allowed)),
-        Some(_) if str_ok => Err(format!("{what}: `content` must be a string or an array")),
-        Some(_) => Err(format!("{what}: `content` must be an array")),
+        Shape::Array(blocks) => blocks.iter().try_for_each(|b| check_block(what, b, tags)),
+        _ => Ok(()),
     }
+}
+
+fn check_block(what: &str, block: &Shape<'_, RawObject<'_>>, tags: &[&str]) -> Result<(), String> {
+    let Shape::Object(RawObject(fields)) = block else {
+        return Err(format!("{what}: a content block must be an object"));
+    };
+    let Some(kind) = get(fields, "type").and_then(raw_str) else {
+        return Err(format!("{what}: a content block needs a string `type`"));
+    };
+    if !tags.contains(&&*kind) {
+        return Err(format!(
+            "{what}: content block type {kind:?} is not allowed here"
+        ));
+    }
+    // Every tag a `Blocks` field names has a def (model.rs tests this).
+    let Some(def) = model::block(&kind) else {
+        return Ok(());
+    };
+    check_object(&format!("{what} {kind} block"), def, |n| {
+        get(fields, n).map(Value::Raw)
+    })
 }
 
 /// Checks a message object of a known role (unknown roles are kept as they are).
@@ -447,101 +426,16 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
     let Some(role) = m.get("role").and_then(raw_str) else {
         return Err("message: `role` must be a string".into());
     };
-    let what = format!("{role} message");
-    let lookup = |n: &str| m.get(n);
-    let content = m.content.as_ref();
-    match Role::from_name(&role) {
-        Role::User => {
-            check_rules(&what, lookup, &[req("timestamp", INT)])?;
-            check_blocks(&what, content, &["text", "image"], true)
+    let Some(def) = model::message(&role) else {
+        return Ok(());
+    };
+    check_object(&format!("{role} message"), def, |n| {
+        if n == "content" {
+            m.content.as_ref().map(Value::Content)
+        } else {
+            m.get(n).map(Value::Raw)
         }
-        Role::Assistant => {
-            check_rules(
-                &what,
-                lookup,
-                &[
-                    req("provider", STR),
-                    req("model", STR),
-                    opt("api", STR_NULL),
-                    opt("stop_reason", STR),
-                    opt("error_message", STR_NULL),
-                    req("timestamp", INT),
-                ],
-            )?;
-            check_one_of(&what, "stop_reason", m.get("stop_reason"), STOP_REASONS)?;
-            if let Some(u) = m.get("usage") {
-                check_usage(&what, u)?;
-            }
-            check_blocks(&what, content, &["text", "thinking", "tool_call"], false)
-        }
-        Role::ToolResult => {
-            check_rules(
-                &what,
-                lookup,
-                &[
-                    req("tool_call_id", STR),
-                    req("tool_name", STR),
-                    opt("is_error", BOOL),
-                    req("timestamp", INT),
-                ],
-            )?;
-            check_blocks(&what, content, &["text", "image"], false)
-        }
-        Role::Custom => {
-            check_rules(
-                &what,
-                lookup,
-                &[
-                    req("custom_type", STR),
-                    opt("display", BOOL),
-                    req("timestamp", INT),
-                ],
-            )?;
-            match content {
-                Some(Shape::Str) => Ok(()),
-                _ => Err(format!("{what}: `content` must be a string")),
-            }
-        }
-        Role::CompactionSummary => check_rules(
-            &what,
-            lookup,
-            &[
-                req("summary", STR),
-                req("tokens_before", INT),
-                req("timestamp", INT),
-            ],
-        ),
-        Role::BranchSummary => check_rules(
-            &what,
-            lookup,
-            &[
-                req("summary", STR),
-                req("from_id", STR),
-                req("timestamp", INT),
-            ],
-        ),
-        _ => Ok(()),
-    }
-}
-
-/// Checks a raw array of messages (a compaction's retained tail).
-pub fn check_message_list(raw: &RawValue) -> Result<(), String> {
-    match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
-        Ok(Shape::Array(items)) => items.iter().try_for_each(|item| match item {
-            Shape::Object(m) => check_message(m),
-            _ => Err("retained_tail: every item must be a message object".into()),
-        }),
-        Ok(_) => Err("`retained_tail` must be an array or null".into()),
-        Err(e) => Err(format!("retained_tail: {e}")),
-    }
-}
-
-/// Checks a raw array of strings (active tool names).
-pub fn check_str_list(name: &str, raw: &RawValue) -> Result<(), String> {
-    match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
-        Ok(items) if items.iter().all(|i| kind_of(i) == Json::Str) => Ok(()),
-        _ => Err(format!("`{name}` must be an array of strings")),
-    }
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::engine::arena::{Kind, Role, ENTRY_TYPES, MESSAGE_ROLES, NONE};
 use crate::engine::error::ERROR_CODES;
 use crate::engine::jsonl::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_LINE_BYTES, DURABILITY_MODES};
 use crate::engine::line::{FORMAT_VERSION, MAX_ID_BYTES};
-use crate::engine::schema::{STOP_REASONS, THINKING_LEVELS};
+use crate::engine::model::{STOP_REASONS, THINKING_LEVELS};
 #[cfg(feature = "test-hooks")]
 use crate::engine::store::Fault;
 use crate::engine::store::{OpenOptions, DEFAULT_INDEX_MIN_BYTES};
