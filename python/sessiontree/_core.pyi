@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, TypeAlias, final
 
 __all__ = [
     "DURABILITY_MODES",
@@ -14,6 +14,7 @@ __all__ = [
     "MAX_ID_BYTES",
     "MAX_LINE_BYTES",
     "MESSAGE_ROLES",
+    "MODEL",
     "STOP_REASONS",
     "THINKING_LEVELS",
     "Engine",
@@ -45,6 +46,18 @@ ERROR_CODES: Final[tuple[str, ...]]
 """Every ``SessionError.code``, in the engine's order."""
 DURABILITY_MODES: Final[tuple[str, ...]]
 """The durability modes, weakest first."""
+
+_ModelField: TypeAlias = tuple[
+    str, str, str, bool, bool, bool, tuple[str, ...] | str | None, str | None
+]
+"""One field of the model: ``(key, attr, kind, required, nullable, omit_if_default, arg,
+default)``; ``arg`` is the allowed values (``one_of``, ``blocks``, ``str_or_blocks``) or the
+nested class name, ``default`` the JSON text a missing optional field reads as."""
+_ModelType: TypeAlias = tuple[str, str | None, str | None, tuple[_ModelField, ...]]
+"""One type of the model: ``(class, tag_key, tag_value, fields)``."""
+MODEL: Final[tuple[_ModelType, ...]]
+"""The engine's model table (rust/engine/model.rs): every block, usage value, message,
+entry type (and their shared base) and the header, fields in FORMAT.md order."""
 
 @final
 class Engine:

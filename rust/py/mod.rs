@@ -683,7 +683,71 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STOP_REASONS", strs(STOP_REASONS)?)?;
     m.add("ERROR_CODES", strs(&ERROR_CODES)?)?;
     m.add("DURABILITY_MODES", strs(&DURABILITY_MODES)?)?;
+    m.add("MODEL", model_table(py)?)?;
     Ok(())
+}
+
+/// The model table (`engine::model`) as plain tuples: one
+/// `(class, tag_key, tag_value, fields)` per type, each field
+/// `(key, attr, kind, required, nullable, omit_if_default, arg, default)` where `arg` is
+/// the allowed values (`one_of`, `blocks`, `str_or_blocks`) or the nested class name, and
+/// `default` the JSON text a missing optional field reads as (`None` when required).
+fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
+    use crate::engine::model::{DefaultValue, FieldDef, FieldKind, Presence, TypeDef, Write};
+
+    fn field<'py>(py: Python<'py>, f: &FieldDef) -> PyResult<Bound<'py, PyTuple>> {
+        let arg = match f.kind {
+            FieldKind::OneOf(names) | FieldKind::Blocks(names) | FieldKind::StrOrBlocks(names) => {
+                PyTuple::new(py, names)?.into_any()
+            }
+            FieldKind::Nested(def) => def.class.into_pyobject(py)?.into_any(),
+            _ => py.None().into_bound(py),
+        };
+        let default = match f.presence {
+            Presence::Required => None,
+            Presence::Optional(d) => Some(match d {
+                DefaultValue::Null => "null".to_owned(),
+                DefaultValue::False => "false".to_owned(),
+                DefaultValue::True => "true".to_owned(),
+                DefaultValue::Zero if matches!(f.kind, FieldKind::Number) => "0.0".to_owned(),
+                DefaultValue::Zero => "0".to_owned(),
+                DefaultValue::Str(s) => format!("{s:?}"),
+                DefaultValue::Empty => "{}".to_owned(),
+            }),
+        };
+        (
+            f.key,
+            f.attr(),
+            f.kind.name(),
+            f.required(),
+            f.nullable,
+            f.write == Write::OmitDefault,
+            arg,
+            default,
+        )
+            .into_pyobject(py)
+    }
+
+    fn type_def<'py>(py: Python<'py>, def: &TypeDef) -> PyResult<Bound<'py, PyTuple>> {
+        let fields = def
+            .fields
+            .iter()
+            .map(|f| field(py, f))
+            .collect::<PyResult<Vec<_>>>()?;
+        (
+            def.class,
+            def.tag.map(|(k, _)| k),
+            def.tag_value(),
+            PyTuple::new(py, fields)?,
+        )
+            .into_pyobject(py)
+    }
+
+    let types = crate::engine::model::MODEL
+        .iter()
+        .map(|def| type_def(py, def))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, types)
 }
 
 #[pymodule]
