@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import _core
-from ._util import now_iso, uuid7
+from ._util import model_keys, now_iso, uuid7
 from .errors import SessionError
 from .messages import (
     _MESSAGE_CLASSES,
@@ -970,47 +970,38 @@ def _leaf_from_json(d: dict[str, Any]) -> LeafEntry:
     )
 
 
-_BASE_KEYS: Final = ("type", "id", "parent_id", "timestamp")
+# The keys each entry type knows (the base fields included), from the engine's model table.
+_ENTRY_KEYS: Final = model_keys(
+    MessageEntry,
+    ThinkingLevelChangeEntry,
+    ModelChangeEntry,
+    ActiveToolsChangeEntry,
+    CompactionEntry,
+    BranchSummaryEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    SessionInfoEntry,
+    LeafEntry,
+    base=SessionTreeEntry,
+)
 
+_READERS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
+    "message": _message_entry_from_json,
+    "thinking_level_change": _thinking_level_from_json,
+    "model_change": _model_change_from_json,
+    "active_tools_change": _active_tools_from_json,
+    "compaction": _compaction_from_json,
+    "branch_summary": _branch_summary_from_json,
+    "custom": _custom_from_json,
+    "custom_message": _custom_message_from_json,
+    "label": _label_from_json,
+    "session_info": _session_info_from_json,
+    "leaf": _leaf_from_json,
+}
 # type -> (reader, every key the type knows). One dict lookup per line, no reflection.
 _ENTRY_READERS: Final[dict[str, tuple[Callable[[dict[str, Any]], Any], frozenset[str]]]] = {
-    "message": (_message_entry_from_json, frozenset({*_BASE_KEYS, "message"})),
-    "thinking_level_change": (
-        _thinking_level_from_json,
-        frozenset({*_BASE_KEYS, "thinking_level"}),
-    ),
-    "model_change": (_model_change_from_json, frozenset({*_BASE_KEYS, "provider", "model_id"})),
-    "active_tools_change": (
-        _active_tools_from_json,
-        frozenset({*_BASE_KEYS, "active_tool_names"}),
-    ),
-    "compaction": (
-        _compaction_from_json,
-        frozenset(
-            {
-                *_BASE_KEYS,
-                "summary",
-                "first_kept_entry_id",
-                "tokens_before",
-                "retained_tail",
-                "details",
-                "usage",
-                "from_hook",
-            }
-        ),
-    ),
-    "branch_summary": (
-        _branch_summary_from_json,
-        frozenset({*_BASE_KEYS, "from_id", "summary", "details", "usage", "from_hook"}),
-    ),
-    "custom": (_custom_from_json, frozenset({*_BASE_KEYS, "custom_type", "data"})),
-    "custom_message": (
-        _custom_message_from_json,
-        frozenset({*_BASE_KEYS, "custom_type", "content", "details", "display"}),
-    ),
-    "label": (_label_from_json, frozenset({*_BASE_KEYS, "target_id", "label"})),
-    "session_info": (_session_info_from_json, frozenset({*_BASE_KEYS, "name"})),
-    "leaf": (_leaf_from_json, frozenset({*_BASE_KEYS, "target_id"})),
+    kind: (reader, _ENTRY_KEYS[kind]) for kind, reader in _READERS.items()
 }
 
 
@@ -1315,9 +1306,7 @@ class SessionHeader(_Value):
 
 _seal(SessionHeader)
 
-_HEADER_KEYS: Final = frozenset(
-    {"type", "version", "id", "timestamp", "cwd", "parent_session", "metadata"}
-)
+_HEADER_KEYS: Final = model_keys(SessionHeader)["session"]
 
 
 def header_to_dict(header: SessionHeader) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from . import _core
-from ._util import iso_to_ms, now_ms
+from ._util import iso_to_ms, model_keys, now_ms
 from .errors import SessionError
 
 __all__ = [
@@ -1065,16 +1065,10 @@ _BLOCK_READERS: Final[dict[str, _Reader]] = {
     "image": _image_from_json,
     "tool_call": _tool_call_from_json,
 }
-_BLOCK_KEYS: Final[dict[str, frozenset[str]]] = {
-    "text": frozenset({"type", "text", "signature"}),
-    "thinking": frozenset({"type", "thinking", "signature", "redacted"}),
-    "image": frozenset({"type", "data", "mime_type"}),
-    "tool_call": frozenset({"type", "id", "name", "arguments"}),
-}
-_COST_KEYS: Final = frozenset({"input", "output", "cache_read", "cache_write", "total"})
-_USAGE_KEYS: Final = frozenset(
-    {"input", "output", "cache_read", "cache_write", "total_tokens", "cost"}
-)
+# Known keys per type come from the engine's model table: declared once, in Rust.
+_BLOCK_KEYS: Final = model_keys(TextContent, ThinkingContent, ImageContent, ToolCall)
+_COST_KEYS: Final = model_keys(Cost)["Cost"]
+_USAGE_KEYS: Final = model_keys(Usage)["Usage"]
 
 
 def _block_from_json(b: Any) -> ContentBlock:
@@ -1192,28 +1186,14 @@ _MESSAGE_READERS: Final[dict[str, _Reader]] = {
     "compaction_summary": _compaction_summary_from_json,
     "branch_summary": _branch_summary_from_json,
 }
-_MESSAGE_KEYS: Final[dict[str, frozenset[str]]] = {
-    "user": frozenset({"role", "content", "timestamp"}),
-    "assistant": frozenset(
-        {
-            "role",
-            "content",
-            "api",
-            "provider",
-            "model",
-            "usage",
-            "stop_reason",
-            "error_message",
-            "timestamp",
-        }
-    ),
-    "tool_result": frozenset(
-        {"role", "tool_call_id", "tool_name", "content", "details", "is_error", "timestamp"}
-    ),
-    "custom": frozenset({"role", "custom_type", "content", "display", "details", "timestamp"}),
-    "compaction_summary": frozenset({"role", "summary", "tokens_before", "timestamp"}),
-    "branch_summary": frozenset({"role", "summary", "from_id", "timestamp"}),
-}
+_MESSAGE_KEYS: Final = model_keys(
+    UserMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    CustomMessage,
+    CompactionSummaryMessage,
+    BranchSummaryMessage,
+)
 
 
 def message_from_dict(d: Any) -> AgentMessage:

@@ -144,13 +144,14 @@ def test_message_reader_keys() -> None:
 
 
 def test_entry_reader_keys() -> None:
-    assert ("type", *(f[0] for f in _BASE[3])) == entries._BASE_KEYS
+    base = {"type", *(f[0] for f in _BASE[3])}
+    assert base == {"type", "id", "parent_id", "timestamp"}
     kinds = {tag: name for tag, name in _by_tag("type").items() if name.endswith("Entry")}
     assert tuple(kinds) == entries.ENTRY_TYPES
     assert set(entries._ENTRY_READERS) == set(kinds)
     for kind, name in kinds.items():
         _reader, keys = entries._ENTRY_READERS[kind]
-        assert keys == {*entries._BASE_KEYS, *_keys(name)}, kind
+        assert keys == {*base, *_keys(name)}, kind
         assert issubclass(_class(name), entries.SessionTreeEntry)
 
 
