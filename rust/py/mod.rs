@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+mod build;
 mod pyjson;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
@@ -142,27 +143,61 @@ impl PyEngine {
     /// The one place engine lines become entry dicts, so every read agrees with the tree:
     /// a root whose line names a parent the reader never found (a dangling parent, reported
     /// at load) gets `parent_id` None, as FORMAT.md asks; the line itself is not changed.
-    fn objects_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let arena = self.store.arena();
-        let len = arena.len();
-        let out = PyList::empty(py);
-        let parent_key = pyo3::intern!(py, "parent_id");
-        for &i in idxs {
-            if i as usize >= len {
-                return Err(pyo3::exceptions::PyIndexError::new_err(format!(
-                    "entry index {i} out of range (0..{len})"
-                )));
-            }
-            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
-            let obj = pyjson::loads(py, &line)?;
-            if arena.node(i).parent == NONE {
-                if let Ok(dict) = obj.cast::<PyDict>() {
-                    if dict.get_item(parent_key)?.is_some_and(|p| !p.is_none()) {
-                        dict.set_item(parent_key, py.None())?;
-                    }
+    fn dict_of<'py>(&self, py: Python<'py>, i: u32, line: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let obj = pyjson::loads(py, line)?;
+        if self.store.arena().node(i).parent == NONE {
+            if let Ok(dict) = obj.cast::<PyDict>() {
+                let parent_key = pyo3::intern!(py, "parent_id");
+                if dict.get_item(parent_key)?.is_some_and(|p| !p.is_none()) {
+                    dict.set_item(parent_key, py.None())?;
                 }
             }
-            out.append(obj)?;
+        }
+        Ok(obj)
+    }
+
+    fn check_idxs(&self, idxs: &[u32]) -> PyResult<()> {
+        let len = self.store.arena().len();
+        match idxs.iter().find(|&&i| i as usize >= len) {
+            Some(bad) => Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "entry index {bad} out of range (0..{len})"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn objects_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        self.check_idxs(idxs)?;
+        let out = PyList::empty(py);
+        for &i in idxs {
+            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            out.append(self.dict_of(py, i, &line)?)?;
+        }
+        Ok(out)
+    }
+
+    /// Entries `idxs` as entry objects where the binding builds them (`build.rs`: message
+    /// entries of the user, assistant and tool-result roles), else as the dicts of
+    /// `objects_of` for Python's readers to build.
+    fn entries_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        self.check_idxs(idxs)?;
+        let Some(registry) = build::registry() else {
+            return self.objects_of(py, idxs);
+        };
+        let arena = self.store.arena();
+        let out = PyList::empty(py);
+        for &i in idxs {
+            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            let node = arena.node(i);
+            let built = if node.kind == Kind::Message {
+                registry.message_entry(py, &line, node.role, node.parent == NONE)
+            } else {
+                None
+            };
+            match built {
+                Some(entry) => out.append(entry)?,
+                None => out.append(self.dict_of(py, i, &line)?)?,
+            }
         }
         Ok(out)
     }
@@ -392,15 +427,22 @@ impl PyEngine {
         self.objects_of(py, &idxs)
     }
 
-    /// The path from the root to `id` as dicts (`to_compaction`: cut at the compaction).
-    fn path_objects<'py>(
+    /// Entries `idxs` as objects built by the binding, or dicts where Python builds them.
+    fn entries<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        self.entries_of(py, &idxs)
+    }
+
+    /// The path from the root to `id` as `entries` gives them (`to_compaction`: cut at the
+    /// compaction).
+    fn path_entries<'py>(
         &self,
         py: Python<'py>,
         id: Option<&str>,
         to_compaction: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let idxs = self.path_indices(py, id, to_compaction)?;
-        self.objects_of(py, &idxs)
+        self.entries_of(py, &idxs)
     }
 
     /// The raw lines of entries `idxs`.
@@ -754,6 +796,7 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

@@ -21,7 +21,7 @@ pub struct Seed<'py, 'f> {
 /// The smallest magnitude at which an integral `f64` may stand for a wider integer.
 const WIDE_INT: f64 = 9.223_372_036_854_775e18;
 
-fn py_err<E: de::Error>(e: PyErr) -> E {
+pub fn py_err<E: de::Error>(e: PyErr) -> E {
     E::custom(e.to_string())
 }
 
@@ -34,7 +34,7 @@ impl<'de, 'py> DeserializeSeed<'de> for Seed<'py, '_> {
 }
 
 /// An object key, borrowed from the line when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
+pub struct Key<'de>(pub Cow<'de, str>);
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -16,13 +17,25 @@ from ..entries import (
     SessionHeader,
     SessionTreeEntry,
     _trusted_entry_reader,
-    entry_from_dict,
     entry_from_json,
     entry_to_json,
     header_from_dict,
     header_to_json,
 )
 from ..errors import SessionError
+from ..messages import (
+    _ZERO_COST,
+    _ZERO_USAGE,
+    AssistantMessage,
+    Cost,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from ..types import LoadIssue, LoadReport, SessionStats
 from .base import (
     DURABILITY_MODES,
@@ -98,13 +111,38 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
         raise SessionError("invalid_argument", f"{name} must be a str, not {type(value).__name__}")
 
 
-def _from_dicts(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
-    """Builds entries from the dicts the engine parses (no second JSON parse in Python).
+# The binding builds the commonest entries (messages of the user, assistant and tool-result
+# roles) itself, straight from their lines (rust/py/build.rs); it needs the classes, and the
+# shared zero usage and cost that missing ones read as.
+_core._register_model(
+    {
+        cls.__name__: cls
+        for cls in (
+            TextContent,
+            ThinkingContent,
+            ImageContent,
+            ToolCall,
+            Cost,
+            Usage,
+            UserMessage,
+            AssistantMessage,
+            ToolResultMessage,
+            MessageEntry,
+        )
+    },
+    {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST},
+)
 
-    The engine validated every line's fields when it loaded or appended it, so the entries
-    are built without a second validation (``entries._trusted_entry_reader``).
+
+def _read_entries(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
+    """Entries from ``Engine.entries``/``path_entries``, with no second JSON parse in Python.
+
+    The engine validated every line's fields when it loaded or appended it. It builds most
+    entries itself and hands the rest over as dicts, which become entries here without a
+    second validation (``entries._trusted_entry_reader``).
     """
-    return _materialize(fetch, _trusted_entry_reader())
+    read = _trusted_entry_reader()
+    return _materialize(fetch, lambda x: read(x) if x.__class__ is dict else x)
 
 
 def _materialize(
@@ -187,13 +225,14 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("entry_id", entry_id, optional=False)
         self._check()
         idx = self._engine.lookup(entry_id)
-        return None if idx is None else entry_from_dict(self._engine.objects([idx])[0])
+        engine = self._engine
+        return None if idx is None else _read_entries(lambda: engine.entries([idx]))[0]
 
     def find_entries(self, type: str) -> list[SessionTreeEntry]:
         _check_id_arg("type", type, optional=False)
         self._check()
         engine = self._engine
-        return _from_dicts(lambda: engine.objects(engine.find(type)))
+        return _read_entries(lambda: engine.entries(engine.find(type)))
 
     def get_label(self, entry_id: str) -> str | None:
         _check_id_arg("entry_id", entry_id, optional=False)
@@ -216,19 +255,19 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("leaf_id", leaf_id, optional=True)
         self._check()
         engine = self._engine
-        return _from_dicts(lambda: engine.path_objects(leaf_id, True))
+        return _read_entries(lambda: engine.path_entries(leaf_id, True))
 
     def get_path_to_root(self, entry_id: str | None) -> list[SessionTreeEntry]:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
         engine = self._engine
-        return _from_dicts(lambda: engine.path_objects(entry_id, False))
+        return _read_entries(lambda: engine.path_entries(entry_id, False))
 
     def get_children(self, entry_id: str | None) -> list[SessionTreeEntry]:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
         engine = self._engine
-        return _from_dicts(lambda: engine.objects(engine.children(entry_id)))
+        return _read_entries(lambda: engine.entries(engine.children(entry_id)))
 
     def get_entries(
         self,
@@ -247,7 +286,7 @@ class _EngineStorage(SessionStorage):
         self._check()
         idxs = self._engine.select(type, since, limit, bool(reverse))
         engine = self._engine
-        return _from_dicts(lambda: engine.objects(idxs))
+        return _read_entries(lambda: engine.entries(idxs))
 
     def get_session_stats(self) -> SessionStats:
         self._check()
@@ -281,13 +320,13 @@ class _EngineStorage(SessionStorage):
         idxs = engine.path_indices(leaf_id, True)
         ids = [engine.id_of(i) for i in idxs]
         missing = [i for i, entry_id in zip(idxs, ids, strict=True) if entry_id not in known]
-        made = iter(_from_dicts(lambda: engine.objects(missing)))
+        made = iter(_read_entries(lambda: engine.entries(missing)))
         return [known[entry_id] if entry_id in known else next(made) for entry_id in ids]
 
     def get_entries_with_parents(self) -> tuple[list[SessionTreeEntry], list[int]]:
         self._check()
         engine = self._engine
-        return _from_dicts(lambda: engine.objects(range(len(engine)))), engine.parents()
+        return _read_entries(lambda: engine.entries(range(len(engine)))), engine.parents()
 
     def get_newest_timestamp(self) -> str | None:
         self._check()
@@ -299,7 +338,7 @@ class _EngineStorage(SessionStorage):
         engine = self._engine
         for idx in engine.select("message"):
             if engine.info(idx)[1] == role:
-                entry = entry_from_dict(engine.objects([idx])[0])
+                entry = _read_entries(functools.partial(engine.entries, [idx]))[0]
                 assert isinstance(entry, MessageEntry)
                 return entry
         return None

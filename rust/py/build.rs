@@ -1,0 +1,591 @@
+//! Entry objects built straight from a line's bytes: one serde pass makes the
+//! `MessageEntry`, its message, content blocks, `Usage` and `Cost` as the Python model's
+//! own frozen slotted dataclasses, with no intermediate dict and no second validation.
+//!
+//! The builder is driven by the model table (`engine::model`): each field's kind says how
+//! its value is read, its presence what a missing or `null` one becomes. It builds what the
+//! trusted readers in Python (`entries._trusted_entry_reader`) build from the engine's dict
+//! for the same line: the same classes, equal values, the same `_extra` dicts of unknown
+//! keys (in line order), tuples for block lists, floats for costs and the shared zero
+//! `Usage`/`Cost` for missing or `null` ones. It is stricter than they are: anything it
+//! does not expect (a wrong kind, a duplicate known key, an integer too wide for 64 bits,
+//! a long id, a block whose tag is not allowed) makes it give up on the entry, and the
+//! caller sends that entry through the dict path, which then decides exactly as before.
+//!
+//! Instances are made as `object.__new__(cls)` makes them (the class's `tp_alloc`) and
+//! their slots filled through each slot descriptor's `__set__` (`tp_descr_set`), as
+//! `messages._fast_init` does: the classes' frozen `__setattr__` is never involved.
+
+use std::cell::Cell;
+use std::fmt;
+use std::os::raw::c_void;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple, PyType};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::pyjson::{self, Key};
+use crate::engine::arena::Role;
+use crate::engine::line::MAX_ID_BYTES;
+use crate::engine::model::{
+    self, DefaultValue, FieldDef, FieldKind, Presence, TypeDef, ENTRY_BASE,
+};
+
+/// The types built here; every other entry type and role stays on the dict path.
+static DIRECT: [&TypeDef; 10] = [
+    &model::TEXT,
+    &model::THINKING,
+    &model::IMAGE,
+    &model::TOOL_CALL,
+    &model::COST,
+    &model::USAGE,
+    &model::USER,
+    &model::ASSISTANT,
+    &model::TOOL_RESULT,
+    &model::MESSAGE_ENTRY,
+];
+
+/// The most fields a directly built type has (`AssistantMessage`).
+const MAX_FIELDS: usize = 8;
+
+/// Ids longer than this many characters may exceed `MAX_ID_BYTES` in UTF-8 (and the
+/// engine's limit is configurable): the Python path measures them, as its trusted reader
+/// does.
+const SHORT_ID: usize = MAX_ID_BYTES / 4;
+
+/// One slot's descriptor and its `__set__`.
+struct Setter {
+    descr: Py<PyAny>,
+    set: ffi::descrsetfunc,
+}
+
+/// A registered class: how to make an instance and fill each field's slot.
+struct Class {
+    def: &'static TypeDef,
+    cls: Py<PyType>,
+    alloc: ffi::allocfunc,
+    /// The fields in table order (for an entry, `ENTRY_BASE`'s first), with their slots.
+    fields: Vec<(&'static FieldDef, Setter)>,
+    extra: Setter,
+}
+
+/// The Python model as the binding sees it, registered once by `sessiontree`.
+pub struct Registry {
+    classes: Vec<Class>,
+    /// The shared instance a missing or `null` nested object reads as, per nested type.
+    empties: Vec<(&'static TypeDef, Py<PyAny>)>,
+}
+
+static REGISTRY: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
+
+/// The registered model, or None before `sessiontree` registered it (the dict path then
+/// serves every read).
+pub fn registry() -> Option<Arc<Registry>> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn type_slot(ty: &Bound<'_, PyType>, slot: std::os::raw::c_int) -> *mut c_void {
+    // SAFETY: `ty` is a live type object; PyType_GetSlot accepts static types since 3.10.
+    unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), slot) }
+}
+
+/// The `__set__` of the slot descriptor `name` of `cls`, found along the MRO as attribute
+/// lookup finds it.
+fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
+    let mro = cls.getattr("__mro__")?;
+    for base in mro.try_iter()? {
+        let Ok(descr) = base?.getattr("__dict__")?.get_item(name) else {
+            continue;
+        };
+        let set = type_slot(&descr.get_type(), ffi::Py_tp_descr_set);
+        if set.is_null() {
+            break;
+        }
+        // SAFETY: a non-null `Py_tp_descr_set` slot holds a `descrsetfunc`.
+        let set = unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) };
+        return Ok(Setter {
+            descr: descr.unbind(),
+            set,
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "{}.{name} is not a slot",
+        cls.name()?
+    )))
+}
+
+fn fields_of(def: &'static TypeDef) -> Vec<&'static FieldDef> {
+    let base: &'static [FieldDef] = if model::ENTRIES.iter().any(|e| std::ptr::eq(*e, def)) {
+        ENTRY_BASE.fields
+    } else {
+        &[]
+    };
+    base.iter().chain(def.fields).collect()
+}
+
+fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
+    let fields = fields_of(def);
+    if fields.len() > MAX_FIELDS {
+        return Err(PyTypeError::new_err(format!(
+            "{} has too many fields",
+            def.class
+        )));
+    }
+    // Every slot must be filled: the dataclass's fields are exactly the table's and `_extra`.
+    let declared: Vec<String> = cls
+        .py()
+        .import("dataclasses")?
+        .call_method1("fields", (cls,))?
+        .try_iter()?
+        .map(|f| f?.getattr("name")?.extract::<String>())
+        .collect::<PyResult<_>>()?;
+    let mut expected: Vec<String> = fields.iter().map(|f| f.attr().to_owned()).collect();
+    expected.push("_extra".to_owned());
+    let (mut a, mut b) = (declared.clone(), expected.clone());
+    a.sort();
+    b.sort();
+    if a != b {
+        return Err(PyTypeError::new_err(format!(
+            "{} has fields {declared:?}, the model table {expected:?}",
+            def.class
+        )));
+    }
+    let alloc = type_slot(cls, ffi::Py_tp_alloc);
+    if alloc.is_null() {
+        return Err(PyTypeError::new_err(format!(
+            "{} has no tp_alloc",
+            def.class
+        )));
+    }
+    // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
+    let alloc = unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) };
+    Ok(Class {
+        def,
+        cls: cls.clone().unbind(),
+        alloc,
+        fields: fields
+            .into_iter()
+            .map(|f| Ok((f, setter(cls, f.attr())?)))
+            .collect::<PyResult<_>>()?,
+        extra: setter(cls, "_extra")?,
+    })
+}
+
+/// Registers the model's classes (`classes` maps each class name of the table to its
+/// class) and the shared instances a missing nested object reads as (`empties`, by class
+/// name). A second call replaces the first.
+#[pyfunction]
+pub fn _register_model(
+    classes: &Bound<'_, PyMapping>,
+    empties: &Bound<'_, PyMapping>,
+) -> PyResult<()> {
+    let mut built = Vec::with_capacity(DIRECT.len());
+    for def in DIRECT {
+        let cls = classes
+            .get_item(def.class)
+            .map_err(|_| PyTypeError::new_err(format!("no class for {}", def.class)))?
+            .cast_into::<PyType>()
+            .map_err(|_| {
+                PyTypeError::new_err(format!("the class for {} is not a type", def.class))
+            })?;
+        built.push(class(&cls, def)?);
+    }
+    let mut shared = Vec::new();
+    for c in &built {
+        if let Ok(obj) = empties.get_item(c.def.class) {
+            if !obj.is_exact_instance(c.cls.bind(obj.py())) {
+                return Err(PyTypeError::new_err(format!(
+                    "the empty {} is not an instance of it",
+                    c.def.class
+                )));
+            }
+            shared.push((c.def, obj.unbind()));
+        }
+    }
+    *REGISTRY.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(Registry {
+        classes: built,
+        empties: shared,
+    }));
+    Ok(())
+}
+
+impl Registry {
+    fn class(&self, def: &TypeDef) -> Option<&Class> {
+        self.classes.iter().find(|c| std::ptr::eq(c.def, def))
+    }
+
+    fn empty<'py>(&self, py: Python<'py>, def: &TypeDef) -> Option<Bound<'py, PyAny>> {
+        self.empties
+            .iter()
+            .find(|(d, _)| std::ptr::eq(*d, def))
+            .map(|(_, o)| o.bind(py).clone())
+    }
+
+    /// Builds the `MessageEntry` of `line`, whose message has role `role`; None when the
+    /// line must go through the dict path. `root`: the entry has no parent in the tree (a
+    /// dangling `parent_id` reads as None).
+    pub fn message_entry<'py>(
+        &self,
+        py: Python<'py>,
+        line: &[u8],
+        role: Role,
+        root: bool,
+    ) -> Option<Bound<'py, PyAny>> {
+        let message = match role {
+            Role::User => &model::USER,
+            Role::Assistant => &model::ASSISTANT,
+            Role::ToolResult => &model::TOOL_RESULT,
+            _ => return None,
+        };
+        let text = simdutf8::basic::from_utf8(line).ok()?;
+        let ctx = Ctx {
+            py,
+            reg: self,
+            inexact: Cell::new(false),
+            message: self.class(message)?,
+            root,
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let entry = Object {
+            ctx: &ctx,
+            class: self.class(&model::MESSAGE_ENTRY)?,
+        }
+        .deserialize(&mut de)
+        .ok()?;
+        de.end().ok()?;
+        // A number that may have been a wide integer: Python's parser keeps it exact.
+        (!ctx.inexact.get()).then_some(entry)
+    }
+}
+
+struct Ctx<'py, 'r> {
+    py: Python<'py>,
+    reg: &'r Registry,
+    inexact: Cell<bool>,
+    /// The class of the entry's message (its role is known from the arena).
+    message: &'r Class,
+    root: bool,
+}
+
+impl<'py> Ctx<'py, '_> {
+    fn any(&self) -> pyjson::Seed<'py, '_> {
+        pyjson::Seed {
+            py: self.py,
+            inexact: &self.inexact,
+        }
+    }
+
+    /// What a default reads as (None for a nested type with no registered instance).
+    fn default(&self, f: &FieldDef, d: DefaultValue) -> Option<Bound<'py, PyAny>> {
+        let py = self.py;
+        Some(match d {
+            DefaultValue::Null => py.None().into_bound(py),
+            DefaultValue::False => PyBool::new(py, false).to_owned().into_any(),
+            DefaultValue::True => PyBool::new(py, true).to_owned().into_any(),
+            DefaultValue::Zero if matches!(f.kind, FieldKind::Number) => {
+                PyFloat::new(py, 0.0).into_any()
+            }
+            DefaultValue::Zero => 0i64.into_pyobject(py).ok()?.into_any(),
+            DefaultValue::Str(s) => PyString::intern(py, s).into_any(),
+            DefaultValue::Empty => match f.kind {
+                FieldKind::Nested(def) => self.reg.empty(py, def)?,
+                _ => return None,
+            },
+        })
+    }
+
+    /// What a missing field reads as; None (give up) for a required one.
+    fn missing(&self, f: &FieldDef) -> Option<Bound<'py, PyAny>> {
+        match f.presence {
+            Presence::Required => None,
+            Presence::Optional(d) => self.default(f, d),
+        }
+    }
+
+    /// What `null` reads as; None (give up) where it is not allowed.
+    fn null(&self, f: &FieldDef) -> Option<Bound<'py, PyAny>> {
+        if !f.nullable {
+            return None;
+        }
+        match f.presence {
+            Presence::Required => Some(self.py.None().into_bound(self.py)),
+            Presence::Optional(d) => self.default(f, d),
+        }
+    }
+
+    /// Checks a scalar field's parsed value (None: give up).
+    fn scalar(&self, f: &FieldDef, v: Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+        if v.is_none() {
+            return self.null(f);
+        }
+        let ok = match f.kind {
+            FieldKind::Str => v.is_exact_instance_of::<PyString>(),
+            FieldKind::Int | FieldKind::TimestampMs => v.is_exact_instance_of::<PyInt>(),
+            FieldKind::Number if v.is_exact_instance_of::<PyInt>() => {
+                // Stored as a float, as the constructor stores it.
+                return Some(PyFloat::new(self.py, v.extract::<f64>().ok()?).into_any());
+            }
+            FieldKind::Number => v.is_exact_instance_of::<PyFloat>(),
+            FieldKind::Bool => v.is_exact_instance_of::<PyBool>(),
+            FieldKind::Any => true,
+            FieldKind::Object => v.is_exact_instance_of::<PyDict>(),
+            FieldKind::OneOf(set) => v
+                .cast::<PyString>()
+                .ok()
+                .and_then(|s| s.to_str().ok().map(|s| set.contains(&s)))
+                .unwrap_or(false),
+            _ => false,
+        };
+        ok.then_some(v)
+    }
+
+    /// Makes an instance of `class` from its field values (in `class.fields` order).
+    fn make(
+        &self,
+        class: &Class,
+        values: &mut [Option<Bound<'py, PyAny>>],
+        extra: Option<Bound<'py, PyDict>>,
+    ) -> Option<Bound<'py, PyAny>> {
+        let py = self.py;
+        let mut filled: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
+        for (i, (f, _)) in class.fields.iter().enumerate() {
+            filled[i] = Some(match values[i].take() {
+                Some(v) => v,
+                None => self.missing(f)?,
+            });
+        }
+        // SAFETY: `alloc` is the class's own `tp_alloc`, called as `object.__new__` does.
+        let obj = unsafe {
+            let raw = (class.alloc)(class.cls.bind(py).as_type_ptr(), 0);
+            Bound::from_owned_ptr_or_err(py, raw).ok()?
+        };
+        let extra = extra.map_or_else(|| py.None().into_bound(py), Bound::into_any);
+        let slots = class
+            .fields
+            .iter()
+            .map(|(_, s)| s)
+            .zip(filled.iter().map(|v| v.as_ref()))
+            .chain(std::iter::once((&class.extra, Some(&extra))));
+        for (setter, value) in slots {
+            let value = value?;
+            // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes
+            // a new reference to `value`.
+            let rc = unsafe { (setter.set)(setter.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
+            if rc != 0 {
+                drop(PyErr::take(py));
+                return None;
+            }
+        }
+        Some(obj)
+    }
+}
+
+fn give_up<E: de::Error>() -> E {
+    E::custom("not built directly")
+}
+
+/// An object of a known type (entry, message, usage, cost) read field by field.
+struct Object<'c, 'py, 'r> {
+    ctx: &'c Ctx<'py, 'r>,
+    class: &'r Class,
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for Object<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for Object<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {} object", self.class.def.class)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let ctx = self.ctx;
+        let class = self.class;
+        let mut values: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
+        let mut extra: Option<Bound<'py, PyDict>> = None;
+        let mut tagged = false;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            if let Some((_, value)) = class.def.tag.filter(|(k, _)| *k == key) {
+                let Key(got) = map.next_value::<Key<'de>>()?;
+                if tagged || got != value {
+                    return Err(give_up());
+                }
+                tagged = true;
+                continue;
+            }
+            let Some(i) = class.fields.iter().position(|(f, _)| f.key == key) else {
+                let value = map.next_value_seed(ctx.any())?;
+                let dict = extra.get_or_insert_with(|| PyDict::new(ctx.py));
+                dict.set_item(PyString::intern(ctx.py, &key), value)
+                    .map_err(pyjson::py_err)?;
+                continue;
+            };
+            if values[i].is_some() {
+                return Err(give_up());
+            }
+            let f = class.fields[i].0;
+            values[i] = Some(map.next_value_seed(Field { ctx, f })?);
+        }
+        if class.def.tag.is_some() && !tagged {
+            return Err(give_up());
+        }
+        if std::ptr::eq(class.def, &model::MESSAGE_ENTRY) {
+            // The base fields come first: id, parent_id, timestamp.
+            let id = values[0].as_ref().ok_or_else(give_up)?;
+            if id.len().map_err(pyjson::py_err)? > SHORT_ID {
+                return Err(give_up());
+            }
+            if ctx.root {
+                values[1] = Some(ctx.py.None().into_bound(ctx.py));
+            }
+        }
+        ctx.make(class, &mut values, extra).ok_or_else(give_up)
+    }
+}
+
+/// One field's value, read by its kind.
+struct Field<'c, 'py, 'r> {
+    ctx: &'c Ctx<'py, 'r>,
+    f: &'static FieldDef,
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for Field<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        let ctx = self.ctx;
+        match self.f.kind {
+            FieldKind::Nested(_)
+            | FieldKind::Message
+            | FieldKind::Blocks(_)
+            | FieldKind::StrOrBlocks(_) => d.deserialize_any(self),
+            _ => {
+                let v = ctx.any().deserialize(d)?;
+                ctx.scalar(self.f, v).ok_or_else(give_up)
+            }
+        }
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for Field<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the value of {:?}", self.f.key)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.ctx.null(self.f).ok_or_else(give_up)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        match self.f.kind {
+            FieldKind::StrOrBlocks(_) => Ok(PyString::new(self.ctx.py, v).into_any()),
+            _ => Err(give_up()),
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags)) = self.f.kind else {
+            return Err(give_up());
+        };
+        let mut blocks = Vec::new();
+        while let Some(b) = seq.next_element_seed(Block {
+            ctx: self.ctx,
+            tags,
+        })? {
+            blocks.push(b);
+        }
+        PyTuple::new(self.ctx.py, blocks)
+            .map(Bound::into_any)
+            .map_err(pyjson::py_err)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let class = match self.f.kind {
+            FieldKind::Nested(def) => self.ctx.reg.class(def).ok_or_else(give_up)?,
+            FieldKind::Message => self.ctx.message,
+            _ => return Err(give_up()),
+        };
+        Object {
+            ctx: self.ctx,
+            class,
+        }
+        .visit_map(map)
+    }
+}
+
+/// A content block: its `type` may come after its fields, so the values are read first
+/// (every block field is a scalar) and sorted out when the object ends.
+struct Block<'c, 'py, 'r> {
+    ctx: &'c Ctx<'py, 'r>,
+    tags: &'static [&'static str],
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for Block<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for Block<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let ctx = self.ctx;
+        let mut tag = None;
+        let mut pairs: Vec<(Key<'de>, Bound<'py, PyAny>)> = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.0 == "type" {
+                if tag.is_some() {
+                    return Err(give_up());
+                }
+                tag = Some(map.next_value::<Key<'de>>()?.0);
+            } else {
+                pairs.push((key, map.next_value_seed(ctx.any())?));
+            }
+        }
+        let tag = tag.ok_or_else(give_up)?;
+        if !self.tags.contains(&&*tag) {
+            return Err(give_up());
+        }
+        let def = model::block(&tag).ok_or_else(give_up)?;
+        let class = ctx.reg.class(def).ok_or_else(give_up)?;
+        let mut values: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
+        let mut extra: Option<Bound<'py, PyDict>> = None;
+        for (Key(key), value) in pairs {
+            match class.fields.iter().position(|(f, _)| f.key == key) {
+                Some(i) if values[i].is_none() => {
+                    values[i] = Some(ctx.scalar(class.fields[i].0, value).ok_or_else(give_up)?);
+                }
+                Some(_) => return Err(give_up()),
+                None => {
+                    let dict = extra.get_or_insert_with(|| PyDict::new(ctx.py));
+                    dict.set_item(PyString::intern(ctx.py, &key), value)
+                        .map_err(pyjson::py_err)?;
+                }
+            }
+        }
+        ctx.make(class, &mut values, extra).ok_or_else(give_up)
+    }
+}
