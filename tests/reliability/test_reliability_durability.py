@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -77,6 +78,9 @@ def test_append_is_visible_to_readers_when_it_returns(tmp_path: Path, durability
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_group_runs_a_sync_thread_while_open(tmp_path: Path) -> None:
+    # A storage an earlier test dropped without closing stops its syncer when it is
+    # collected; collect first, so that cannot happen in the middle of this count.
+    gc.collect()
     before = threads()
     storage = st.JsonlSessionStorage.create(tmp_path / "g.jsonl", durability="group")
     st.Session(storage).append_message(st.UserMessage("x"))
