@@ -141,8 +141,19 @@ def _read_entries(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
     entries itself and hands the rest over as dicts, which become entries here without a
     second validation (``entries._trusted_entry_reader``).
     """
-    read = _trusted_entry_reader()
-    return _materialize(fetch, lambda x: read(x) if x.__class__ is dict else x)
+    # The dict reader is generated on first use (it costs a few ms); a read that the engine
+    # built entirely itself, as the newest messages usually are, never pays for it.
+    read: Callable[[Any], SessionTreeEntry] | None = None
+
+    def make(x: Any) -> SessionTreeEntry:
+        nonlocal read
+        if x.__class__ is not dict:
+            return x  # type: ignore[no-any-return]
+        if read is None:
+            read = _trusted_entry_reader()
+        return read(x)
+
+    return _materialize(fetch, make)
 
 
 def _materialize(
