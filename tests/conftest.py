@@ -23,6 +23,7 @@ Marker ``fault_hooks``: the test drives the engine's fault injection
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -234,3 +235,21 @@ def write_session(tmp_path: pathlib.Path) -> Callable[..., pathlib.Path]:
 def lines() -> SimpleNamespace:
     """The hand-written-line builders: ``header``, ``entry``, ``user``, and ``iso``."""
     return SimpleNamespace(header=header_line, entry=entry_line, user=user_line, iso=FIXED_ISO)
+
+
+def assert_same(a: Any, b: Any, path: str = "$") -> None:
+    """Equal and of the same types all the way down, ``_extra`` (and its key order) included."""
+    assert type(a) is type(b), path
+    if dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            assert_same(a[k], b[k], f"{path}.{k}")
+    else:
+        assert a == b, path

@@ -527,8 +527,7 @@ class UnknownEntry(SessionTreeEntry):
             )
 
 
-_seal(
-    SessionTreeEntry,
+_KNOWN_ENTRY_CLASSES: Final = (
     MessageEntry,
     ThinkingLevelChangeEntry,
     ModelChangeEntry,
@@ -540,8 +539,10 @@ _seal(
     LabelEntry,
     SessionInfoEntry,
     LeafEntry,
-    UnknownEntry,
 )
+"""The classes of the entry types this version knows (``UnknownEntry`` holds the rest)."""
+
+_seal(SessionTreeEntry, *_KNOWN_ENTRY_CLASSES, UnknownEntry)
 
 
 # --------------------------------------------------------------------------- JSON codec
@@ -971,20 +972,7 @@ def _leaf_from_json(d: dict[str, Any]) -> LeafEntry:
 
 
 # The keys each entry type knows (the base fields included), from the engine's model table.
-_ENTRY_KEYS: Final = model_keys(
-    MessageEntry,
-    ThinkingLevelChangeEntry,
-    ModelChangeEntry,
-    ActiveToolsChangeEntry,
-    CompactionEntry,
-    BranchSummaryEntry,
-    CustomEntry,
-    CustomMessageEntry,
-    LabelEntry,
-    SessionInfoEntry,
-    LeafEntry,
-    base=SessionTreeEntry,
-)
+_ENTRY_KEYS: Final = model_keys(*_KNOWN_ENTRY_CLASSES, base=SessionTreeEntry)
 
 _READERS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
     "message": _message_entry_from_json,

@@ -1186,14 +1186,7 @@ _MESSAGE_READERS: Final[dict[str, _Reader]] = {
     "compaction_summary": _compaction_summary_from_json,
     "branch_summary": _branch_summary_from_json,
 }
-_MESSAGE_KEYS: Final = model_keys(
-    UserMessage,
-    AssistantMessage,
-    ToolResultMessage,
-    CustomMessage,
-    CompactionSummaryMessage,
-    BranchSummaryMessage,
-)
+_MESSAGE_KEYS: Final = model_keys(*(c for c in _MESSAGE_CLASSES if c is not UnknownMessage))
 
 
 def message_from_dict(d: Any) -> AgentMessage:

@@ -4,12 +4,10 @@ constructors, both paths raise the same error."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import pytest
 
 import sessiontree as st
+from conftest import assert_same
 from sessiontree.entries import entry_from_json, entry_to_json
 
 HEADER = (
@@ -111,24 +109,6 @@ def _lines() -> list[str]:
     return out
 
 
-def _same(a: Any, b: Any, path: str = "$") -> None:
-    """Equal and of the same types all the way down, ``_extra`` included."""
-    assert type(a) is type(b), path
-    if dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            _same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, dict):
-        assert list(a) == list(b), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    else:
-        assert a == b, path
-
-
 def test_trusted_entries_equal_validated_entries() -> None:
     lines = _lines()
     storage = st.InMemorySessionStorage.from_jsonl(
@@ -139,7 +119,7 @@ def test_trusted_entries_equal_validated_entries() -> None:
     kinds = set()
     for line, entry in zip(lines, built, strict=True):
         expected = entry_from_json(line)
-        _same(entry, expected)
+        assert_same(entry, expected)
         assert entry == expected
         assert repr(entry) == repr(expected)
         assert entry_to_json(entry) == entry_to_json(expected)

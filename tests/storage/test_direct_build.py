@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import sessiontree as st
+from conftest import assert_same
 from sessiontree import _core, messages
 from sessiontree.entries import entry_from_dict
 
@@ -24,24 +25,6 @@ TS = "2026-11-30T16:48:30.123Z"
 # Strings that exercise the decoder: escapes, non-ASCII, astral characters, an empty one.
 STRINGS = ["", "plain", 'q"uo\\te\n\t\u0001', "h\u00e9llo \u4e16\u754c", "\U0001f600 x\U0010ffff"]
 EXTRAS = [{"x_future": {"k": [1, 2.5, None]}}, {"\u00fcber": "v", "x2": [True, False]}, {}]
-
-
-def _same(a: Any, b: Any, path: str = "$") -> None:
-    """Equal and of the same types all the way down, ``_extra`` (and its key order) included."""
-    assert type(a) is type(b), path
-    if dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            _same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, dict):
-        assert list(a) == list(b), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    else:
-        assert a == b, path
 
 
 class _Gen:
@@ -175,8 +158,8 @@ def test_generated_entries_equal_the_validating_path(seed: int) -> None:
     got = _storage(lines).get_entries()
     for line, direct, entry in zip(lines, made, got, strict=True):
         expected = entry_from_dict(json.loads(line))
-        _same(direct, expected)
-        _same(entry, expected)
+        assert_same(direct, expected)
+        assert_same(entry, expected)
         assert repr(entry) == repr(expected)
         assert st.entry_to_json(entry) == st.entry_to_json(expected)
 
@@ -221,7 +204,7 @@ def test_what_the_builder_does_not_vouch_for_takes_the_dict_path(line: str) -> N
     (made,) = engine.entries([0])
     assert made.__class__ is dict
     (entry,) = st.InMemorySessionStorage.from_jsonl(HEADER + line.encode() + b"\n").get_entries()
-    _same(entry, entry_from_dict(json.loads(line)))
+    assert_same(entry, entry_from_dict(json.loads(line)))
 
 
 @pytest.mark.parametrize(
@@ -292,8 +275,8 @@ def test_built_objects_are_immutable_and_pickle() -> None:
     assert entry._extra == {"x_e": {"k": None}}
     assert usage._extra == {"x_u": 2} and usage.cost._extra == {"x_c": 1}
     back = pickle.loads(pickle.dumps(entry))
-    _same(back, pickle.loads(pickle.dumps(expected)))
-    _same(back, entry)
+    assert_same(back, pickle.loads(pickle.dumps(expected)))
+    assert_same(back, entry)
 
 
 def test_every_read_builds_directly() -> None:
@@ -304,16 +287,16 @@ def test_every_read_builds_directly() -> None:
     ]
     storage = _storage(lines)
     expected = [entry_from_dict(json.loads(line)) for line in lines]
-    _same(storage.get_entry("c3"), expected[2])
-    _same(storage.get_entries(), expected)
-    _same(storage.get_entries(limit=2, reverse=True), expected[:0:-1])
-    _same(storage.find_entries("message"), expected)
-    _same(storage.get_path_to_root("c3"), expected)
-    _same(storage.get_path_to_root_or_compaction("c3"), expected)
-    _same(storage.get_branch_entries("c3", known={"a1": expected[0]}), expected)
-    _same(storage.get_children("b2"), expected[2:])
-    _same(storage.get_entries_with_parents()[0], expected)
-    _same(storage.get_first_message("assistant"), expected[2])
+    assert_same(storage.get_entry("c3"), expected[2])
+    assert_same(storage.get_entries(), expected)
+    assert_same(storage.get_entries(limit=2, reverse=True), expected[:0:-1])
+    assert_same(storage.find_entries("message"), expected)
+    assert_same(storage.get_path_to_root("c3"), expected)
+    assert_same(storage.get_path_to_root_or_compaction("c3"), expected)
+    assert_same(storage.get_branch_entries("c3", known={"a1": expected[0]}), expected)
+    assert_same(storage.get_children("b2"), expected[2:])
+    assert_same(storage.get_entries_with_parents()[0], expected)
+    assert_same(storage.get_first_message("assistant"), expected[2])
 
 
 def test_registration_checks_the_classes() -> None:
