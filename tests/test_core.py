@@ -389,7 +389,7 @@ def test_lines_out_of_range_is_an_exception() -> None:
     with pytest.raises(IndexError, match=r"entry index 5 out of range \(0\.\.1\)"):
         engine.lines([5])
     with pytest.raises(IndexError, match="entry index 5 out of range"):
-        engine.objects([0, 5])
+        engine.entries([0, 5])
     assert engine.lines([0]) == [line("a", None)]
 
 

@@ -421,12 +421,6 @@ impl PyEngine {
         }
     }
 
-    /// Entries `idxs` parsed into Python dicts (what `json.loads` gives for each line).
-    fn objects<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
-        self.objects_of(py, &idxs)
-    }
-
     /// Entries `idxs` as objects built by the binding, or dicts where Python builds them.
     fn entries<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
         self.check(py)?;

@@ -11,6 +11,7 @@ from typing import Any
 from .. import _core
 from .._util import now_iso
 from ..entries import (
+    _KNOWN_ENTRY_CLASSES,
     MAX_ID_BYTES,
     LeafEntry,
     MessageEntry,
@@ -24,17 +25,13 @@ from ..entries import (
 )
 from ..errors import SessionError
 from ..messages import (
+    _ASSISTANT_BLOCKS,
+    _MESSAGE_CLASSES,
+    _USER_BLOCKS,
     _ZERO_COST,
     _ZERO_USAGE,
-    AssistantMessage,
     Cost,
-    ImageContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
     Usage,
-    UserMessage,
 )
 from ..types import LoadIssue, LoadReport, SessionStats
 from .base import (
@@ -112,22 +109,19 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
 
 
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
-# roles) itself, straight from their lines (rust/py/build.rs); it needs the classes, and the
-# shared zero usage and cost that missing ones read as.
+# roles) itself, straight from their lines; which types it builds is its own choice
+# (`DIRECT` in rust/py/build.rs), so it is handed every model class by name, and the shared
+# zero usage and cost that missing ones read as.
 _core._register_model(
     {
         cls.__name__: cls
         for cls in (
-            TextContent,
-            ThinkingContent,
-            ImageContent,
-            ToolCall,
+            *_USER_BLOCKS,
+            *_ASSISTANT_BLOCKS,
             Cost,
             Usage,
-            UserMessage,
-            AssistantMessage,
-            ToolResultMessage,
-            MessageEntry,
+            *_MESSAGE_CLASSES,
+            *_KNOWN_ENTRY_CLASSES,
         )
     },
     {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST},
