@@ -26,6 +26,8 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -37,6 +39,7 @@ from ._util import model_keys, now_iso, uuid7
 from .errors import SessionError
 from .messages import (
     _MESSAGE_CLASSES,
+    _SRC,
     AgentMessage,
     Usage,
     _check_bool,
@@ -1202,6 +1205,81 @@ def _make_trusted_entry_reader() -> _EntryReader:
             return validated(d)
 
     return read
+
+
+# ------------------------------------------------------------------- entries: filled late
+
+
+def _fill(obj: Any, src: Any) -> None:
+    """Fill ``obj``, handed out unread (see ``messages._Lazy``), from its line ``src``.
+
+    ``src.build()`` reads the line and builds the whole entry; its fields are copied into
+    the slots ``obj`` does not have yet (an entry keeps its ``id``, ``parent_id``,
+    ``timestamp`` and ``message`` objects), and ``obj`` forgets ``src``. A message entry's
+    message is filled from the same line if it was not yet. The line's entry must be the
+    one the arena indexed there: anything else means the file was rewritten behind the
+    storage (``modified_externally``).
+    """
+    fresh = src.build()
+    if fresh.__class__ is dict:
+        fresh = _trusted_entry_reader()(fresh)
+    if fresh.id != src.id:
+        raise SessionError(
+            "modified_externally",
+            f"the line of entry {src.id!r} now holds entry {fresh.id!r}: the session file "
+            "was changed by another program",
+        )
+    if isinstance(obj, SessionTreeEntry):
+        _fill_from(obj, fresh)
+        if isinstance(obj, MessageEntry) and isinstance(fresh, MessageEntry):
+            message = obj.message
+            if _is_unread(message):
+                _fill_from(message, fresh.message)
+    elif isinstance(fresh, MessageEntry):
+        _fill_from(obj, fresh.message)
+    else:
+        _fill_from(obj, fresh)
+
+
+def _is_unread(obj: object) -> bool:
+    try:
+        _SRC.__get__(obj)
+    except AttributeError:
+        return False
+    return True
+
+
+def _fill_from(obj: Any, fresh: Any) -> None:
+    cls = type(obj)
+    if type(fresh) is not cls:
+        raise SessionError(
+            "modified_externally",
+            f"the line of a {cls.__name__} now holds a {type(fresh).__name__}: the session "
+            "file was changed by another program",
+        )
+    for descr in _slots_of(cls):
+        try:
+            descr.__get__(obj)
+        except AttributeError:
+            descr.__set__(obj, descr.__get__(fresh))
+    # Another thread may have filled it first.
+    with contextlib.suppress(AttributeError):
+        _SRC.__delete__(obj)
+
+
+_SLOTS: dict[type, tuple[Any, ...]] = {}
+
+
+def _slots_of(cls: type) -> tuple[Any, ...]:
+    """The slot descriptors of every dataclass field of ``cls`` (``_extra`` included)."""
+    slots = _SLOTS.get(cls)
+    if slots is None:
+        slots = tuple(
+            next(b.__dict__[f.name] for b in cls.__mro__ if f.name in b.__dict__)
+            for f in dataclasses.fields(cls)
+        )
+        _SLOTS[cls] = slots
+    return slots
 
 
 # --------------------------------------------------------------------------- header

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from . import _core
 from ._util import iso_to_ms, model_keys, now_ms
@@ -269,8 +269,41 @@ def _as_tuple(
     return items
 
 
+class _Lazy:
+    """The root of every model class: an instance may be handed out before it is read.
+
+    A file storage hands out entries whose fields (beyond ``id``, ``parent_id``,
+    ``timestamp`` and a message entry's ``message``) are not read yet: the hidden slot
+    ``_src`` holds where the entry's line lives (a ``_core.LineRef``). Reading any unset
+    field reaches :meth:`__getattr__`, which reads the line and fills every field
+    (``entries._fill``) — once; the object then is like any other. Equality, ``repr``,
+    pickling and copying read fields, so they see the filled object.
+    """
+
+    __slots__ = ("_src",)
+
+    # Hidden from type checkers, which would otherwise accept any attribute name.
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached when normal lookup failed: an unset slot or a missing attribute.
+            try:
+                src = _SRC.__get__(self)
+            except AttributeError:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}"
+                ) from None
+            from .entries import _fill
+
+            _fill(self, src)
+            return object.__getattribute__(self, name)
+
+
+_SRC: Any = _Lazy.__dict__["_src"]
+
+
 @dataclass(frozen=True, slots=True, repr=False)
-class _Value:
+class _Value(_Lazy):
     """Shared base: keeps unknown JSON fields and gives a short, default-skipping repr."""
 
     # Fields read from JSON that this version does not know; written back unchanged.

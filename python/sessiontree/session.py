@@ -278,22 +278,10 @@ class Session:
     def get_tree(self) -> list[TreeNode]:
         """The whole tree: root nodes (file order), each with children and label.
 
-        Built bottom-up without recursion, so any depth works.
+        Built bottom-up without recursion, so any depth works (the storage's
+        :meth:`~SessionStorage.get_tree`; engine storages make the nodes in Rust).
         """
-        storage = self._storage
-        entries, parents = storage.get_entries_with_parents()
-        labels = storage.get_labels()
-        kids: list[list[TreeNode]] = [[] for _ in entries]
-        roots: list[TreeNode] = []
-        for i in range(len(entries) - 1, -1, -1):
-            entry = entries[i]
-            kids[i].reverse()
-            node = TreeNode(entry, kids[i], labels.get(entry.id))
-            kids[i] = []
-            p = parents[i]
-            (roots if p < 0 else kids[p]).append(node)
-        roots.reverse()
-        return roots
+        return self._storage.get_tree()
 
     def merge_context_build_options(
         self, options: SessionContextBuildOptions | None

@@ -7,6 +7,7 @@ pub mod index;
 mod index_codec;
 mod ingest;
 pub mod jsonl;
+pub mod lazy;
 pub mod line;
 pub mod model;
 pub mod names;

@@ -11,10 +11,12 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::engine::arena::Arena;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
+use crate::engine::lazy::{LazyLine, LineSource};
 use crate::engine::open::{Backing, FileBacking};
 
 #[cfg(feature = "test-hooks")]
@@ -39,6 +41,8 @@ pub struct Store {
     /// Bytes covered by the persisted index last loaded or written.
     pub(super) indexed_len: u64,
     pub(super) index_status: IndexStatus,
+    /// Where lines handed out unread are read from (made on first use; file stores only).
+    pub(super) lines: OnceLock<Option<Arc<LineSource>>>,
 }
 
 impl Store {
@@ -63,6 +67,7 @@ impl Store {
             index_min_bytes: None,
             indexed_len: 0,
             index_status: IndexStatus::Unused,
+            lines: OnceLock::new(),
         }
     }
 
@@ -162,6 +167,24 @@ impl Store {
         }
     }
 
+    /// Entry `idx`'s line, to be read when it is first needed; None for a memory store, a
+    /// line not yet written to the file, or when the descriptor cannot be duplicated (the
+    /// caller then reads the line now).
+    pub fn lazy_line(&self, idx: u32) -> Option<Arc<LazyLine>> {
+        let Backing::File(b) = &self.backing else {
+            return None;
+        };
+        let node = self.arena.node(idx);
+        if self.closed || node.offset + u64::from(node.len) > b.written_len {
+            return None;
+        }
+        let src = self.lines.get_or_init(|| {
+            let file = b.file.try_clone().ok()?;
+            Some(LineSource::new(file, b.path.clone()))
+        });
+        Some(src.as_ref()?.issue(node.offset, node.len))
+    }
+
     /// A fresh 8-hex-digit entry id not used in this session.
     pub fn create_entry_id(&self) -> String {
         loop {
@@ -184,6 +207,10 @@ impl Store {
         };
         if result.is_ok() && self.poisoned.is_none() && !self.is_readonly() {
             self.refresh_index(true);
+        }
+        // Lines handed out unread are read now, and their descriptor closed.
+        if let Some(Some(src)) = self.lines.get() {
+            src.detach();
         }
         if let Backing::File(b) = &mut self.backing {
             if let Some(mut sync) = b.sync.take() {

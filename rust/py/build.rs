@@ -27,7 +27,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple, PyType};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use super::lazy::Shells;
 use super::pyjson::{self, Key};
+use super::tree::NodeClass;
 use crate::engine::arena::Role;
 use crate::engine::line::MAX_ID_BYTES;
 use crate::engine::model::{
@@ -57,9 +59,9 @@ const MAX_FIELDS: usize = 8;
 const SHORT_ID: usize = MAX_ID_BYTES / 4;
 
 /// One slot's descriptor and its `__set__`.
-struct Setter {
-    descr: Py<PyAny>,
-    set: ffi::descrsetfunc,
+pub(super) struct Setter {
+    pub(super) descr: Py<PyAny>,
+    pub(super) set: ffi::descrsetfunc,
 }
 
 /// A registered class: how to make an instance and fill each field's slot.
@@ -75,6 +77,10 @@ struct Class {
 /// The Python model as the binding sees it, registered once by `sessiontree`.
 pub struct Registry {
     classes: Vec<Class>,
+    /// Unfilled instances of every entry and message class (`lazy.rs`).
+    pub(super) shells: Shells,
+    /// `TreeNode` (`tree.rs`), if registered.
+    pub(super) tree_node: Option<NodeClass>,
     /// The shared instance a missing or `null` nested object reads as, per nested type.
     empties: Vec<(&'static TypeDef, Py<PyAny>)>,
 }
@@ -87,14 +93,14 @@ pub fn registry() -> Option<Arc<Registry>> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-fn type_slot(ty: &Bound<'_, PyType>, slot: std::os::raw::c_int) -> *mut c_void {
+pub(super) fn type_slot(ty: &Bound<'_, PyType>, slot: std::os::raw::c_int) -> *mut c_void {
     // SAFETY: `ty` is a live type object; PyType_GetSlot accepts static types since 3.10.
     unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), slot) }
 }
 
 /// The `__set__` of the slot descriptor `name` of `cls`, found along the MRO as attribute
 /// lookup finds it.
-fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
+pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
     let mro = cls.getattr("__mro__")?;
     for base in mro.try_iter()? {
         let Ok(descr) = base?.getattr("__dict__")?.get_item(name) else {
@@ -205,8 +211,15 @@ pub fn _register_model(
             shared.push((c.def, obj.unbind()));
         }
     }
+    let shells = Shells::new(classes)?;
+    let tree_node = match classes.get_item("TreeNode") {
+        Ok(cls) => Some(NodeClass::new(cls.cast::<PyType>()?)?),
+        Err(_) => None,
+    };
     *REGISTRY.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(Registry {
         classes: built,
+        shells,
+        tree_node,
         empties: shared,
     }));
     Ok(())

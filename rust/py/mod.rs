@@ -11,11 +11,13 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 mod build;
+mod lazy;
 mod pyjson;
+mod tree;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple, PyType};
 
 use crate::engine::arena::{Kind, Role, ENTRY_TYPES, MESSAGE_ROLES, NONE};
 use crate::engine::error::ERROR_CODES;
@@ -102,6 +104,27 @@ fn limits(
     }
 }
 
+/// The one place engine lines become entry dicts, so every read agrees with the tree:
+/// a root (`root`) whose line names a parent the reader never found (a dangling parent,
+/// reported at load) gets `parent_id` None, as FORMAT.md asks; the line itself is not
+/// changed.
+fn line_dict<'py>(py: Python<'py>, line: &[u8], root: bool) -> PyResult<Bound<'py, PyAny>> {
+    let obj = pyjson::loads(py, line)?;
+    if root {
+        if let Ok(dict) = obj.cast::<PyDict>() {
+            let parent_key = pyo3::intern!(py, "parent_id");
+            if dict.get_item(parent_key)?.is_some_and(|p| !p.is_none()) {
+                dict.set_item(parent_key, py.None())?;
+            }
+        }
+    }
+    Ok(obj)
+}
+
+/// Entries as `Engine.entries` hands them out: objects, with the positions of those
+/// handed out as dicts for Python's readers.
+type Entries<'py> = (Bound<'py, PyList>, Vec<usize>);
+
 fn opt_idx(idx: u32) -> Option<u32> {
     (idx != NONE).then_some(idx)
 }
@@ -140,20 +163,8 @@ impl PyEngine {
         PyList::new(py, out)
     }
 
-    /// The one place engine lines become entry dicts, so every read agrees with the tree:
-    /// a root whose line names a parent the reader never found (a dangling parent, reported
-    /// at load) gets `parent_id` None, as FORMAT.md asks; the line itself is not changed.
     fn dict_of<'py>(&self, py: Python<'py>, i: u32, line: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let obj = pyjson::loads(py, line)?;
-        if self.store.arena().node(i).parent == NONE {
-            if let Ok(dict) = obj.cast::<PyDict>() {
-                let parent_key = pyo3::intern!(py, "parent_id");
-                if dict.get_item(parent_key)?.is_some_and(|p| !p.is_none()) {
-                    dict.set_item(parent_key, py.None())?;
-                }
-            }
-        }
-        Ok(obj)
+        line_dict(py, line, self.store.arena().node(i).parent == NONE)
     }
 
     fn check_idxs(&self, idxs: &[u32]) -> PyResult<()> {
@@ -176,19 +187,47 @@ impl PyEngine {
         Ok(out)
     }
 
-    /// Entries `idxs` as entry objects where the binding builds them (`build.rs`: message
-    /// entries of the user, assistant and tool-result roles), else as the dicts of
-    /// `objects_of` for Python's readers to build.
-    fn entries_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    /// Entries `idxs` as entry objects. For a file store, entries of a known type are
+    /// handed out unread (`lazy.rs`: filled from their line on first use); others are
+    /// built by the binding where it can (`build.rs`: message entries of the user,
+    /// assistant and tool-result roles), else handed out as the dicts of `objects_of` for
+    /// Python's readers to build.
+    fn entries_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Entries<'py>> {
         self.check_idxs(idxs)?;
         let Some(registry) = build::registry() else {
-            return self.objects_of(py, idxs);
+            return Ok((self.objects_of(py, idxs)?, (0..idxs.len()).collect()));
         };
         let arena = self.store.arena();
         let out = PyList::empty(py);
+        let mut dicts = Vec::new();
+        // The previous entry's index and id: on a path, it is the next one's parent.
+        let mut prev: Option<(u32, Bound<'py, PyString>)> = None;
         for &i in idxs {
-            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
             let node = arena.node(i);
+            if let Some(line) = self.store.lazy_line(i) {
+                let id = PyString::new(py, arena.id(i));
+                let parent = match (&prev, node.parent) {
+                    (_, NONE) => None,
+                    (Some((p, pid)), parent) if *p == parent => Some(pid.clone()),
+                    (_, parent) => Some(PyString::new(py, arena.id(parent))),
+                };
+                let shell = registry.shells.entry(
+                    py,
+                    node.kind,
+                    node.role,
+                    &id,
+                    parent.as_ref(),
+                    arena.timestamp(i),
+                    line,
+                );
+                if let Some(entry) = shell {
+                    out.append(entry)?;
+                    prev = Some((i, id));
+                    continue;
+                }
+            }
+            prev = None;
+            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
             let built = if node.kind == Kind::Message {
                 registry.message_entry(py, &line, node.role, node.parent == NONE)
             } else {
@@ -196,10 +235,13 @@ impl PyEngine {
             };
             match built {
                 Some(entry) => out.append(entry)?,
-                None => out.append(self.dict_of(py, i, &line)?)?,
+                None => {
+                    dicts.push(out.len());
+                    out.append(self.dict_of(py, i, &line)?)?;
+                }
             }
         }
-        Ok(out)
+        Ok((out, dicts))
     }
 
     /// `closed` after close, `io` once a failed write or sync poisoned the store.
@@ -422,7 +464,7 @@ impl PyEngine {
     }
 
     /// Entries `idxs` as objects built by the binding, or dicts where Python builds them.
-    fn entries<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
+    fn entries<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Entries<'py>> {
         self.check(py)?;
         self.entries_of(py, &idxs)
     }
@@ -434,7 +476,7 @@ impl PyEngine {
         py: Python<'py>,
         id: Option<&str>,
         to_compaction: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
+    ) -> PyResult<Entries<'py>> {
         let idxs = self.path_indices(py, id, to_compaction)?;
         self.entries_of(py, &idxs)
     }
@@ -541,6 +583,22 @@ impl PyEngine {
             Some(id) => self.idx(py, id)?,
         };
         Ok(self.store.arena().children(parent).collect())
+    }
+
+    /// The tree's root `TreeNode`s (file order), made from `entries` (every entry, in file
+    /// order, as `entries` handed them out and Python's readers finished them).
+    fn tree<'py>(
+        &self,
+        py: Python<'py>,
+        entries: &Bound<'py, PyList>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        let registry = build::registry();
+        let class = registry
+            .as_ref()
+            .and_then(|r| r.tree_node.as_ref())
+            .ok_or_else(|| PyTypeError::new_err("TreeNode is not registered"))?;
+        tree::build(py, class, self.store.arena(), entries)
     }
 
     /// Parent index of every entry (-1 for roots), in file order.
@@ -789,6 +847,7 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
+    m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -153,8 +153,8 @@ def test_generated_entries_equal_the_validating_path(seed: int) -> None:
     lines = [json.dumps(d, ensure_ascii=gen.r.random() < 0.5) for d in dicts]
     engine = _engine(lines)
     assert len(engine) == len(lines)
-    made = engine.entries(range(len(lines)))
-    assert not any(m.__class__ is dict for m in made), "every entry is built in Rust"
+    made, dicts = engine.entries(range(len(lines)))
+    assert not dicts and not any(m.__class__ is dict for m in made), "every entry is built in Rust"
     got = _storage(lines).get_entries()
     for line, direct, entry in zip(lines, made, got, strict=True):
         expected = entry_from_dict(json.loads(line))
@@ -201,8 +201,8 @@ ASSISTANT = (
 def test_what_the_builder_does_not_vouch_for_takes_the_dict_path(line: str) -> None:
     engine = _engine([line])
     assert len(engine) == 1, "the engine keeps the line"
-    (made,) = engine.entries([0])
-    assert made.__class__ is dict
+    (made,), dicts = engine.entries([0])
+    assert made.__class__ is dict and dicts == [0]
     (entry,) = st.InMemorySessionStorage.from_jsonl(HEADER + line.encode() + b"\n").get_entries()
     assert_same(entry, entry_from_dict(json.loads(line)))
 
@@ -226,7 +226,7 @@ def test_float_literals_for_integers_never_reach_either_path(line: str) -> None:
 def test_a_dangling_parent_reads_as_none() -> None:
     lines = [_line(USER, parent='"gone"'), _line(USER, entry_id="b2", parent='"a1"')]
     engine = _engine(lines)
-    made = engine.entries([0, 1])
+    made = engine.entries([0, 1])[0]
     assert [m.parent_id for m in made] == [None, "a1"]
     storage = st.InMemorySessionStorage.from_jsonl(HEADER + "\n".join(lines).encode() + b"\n")
     assert storage.get_entry("a1") == made[0]
@@ -241,7 +241,7 @@ def test_shared_defaults_tuples_and_floats() -> None:
         _line(ASSISTANT.replace("@", '{"input":1,"cost":null}'), entry_id="m3"),
         _line(ASSISTANT.replace("@", '{"cost":{"input":2,"total":0.5}}'), entry_id="m4"),
     ]
-    missing, null, no_cost, cost = _engine(lines).entries(range(4))
+    missing, null, no_cost, cost = _engine(lines).entries(range(4))[0]
     assert missing.message.usage is messages._ZERO_USAGE
     assert null.message.usage is messages._ZERO_USAGE
     assert no_cost.message.usage.cost is messages._ZERO_COST
@@ -258,7 +258,7 @@ def test_built_objects_are_immutable_and_pickle() -> None:
         ),
         ',"x_e":{"k":null}',
     )
-    (entry,) = _engine([line]).entries([0])
+    (entry,) = _engine([line]).entries([0])[0]
     expected = entry_from_dict(json.loads(line))
     usage = entry.message.usage
     for obj, name in [
@@ -305,5 +305,5 @@ def test_registration_checks_the_classes() -> None:
     with pytest.raises(TypeError):
         _core._register_model({}, {})
     # The registry is unchanged by a refused registration.
-    (entry,) = _engine([_line(USER)]).entries([0])
+    (entry,) = _engine([_line(USER)]).entries([0])[0]
     assert type(entry) is st.MessageEntry

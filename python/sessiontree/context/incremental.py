@@ -58,6 +58,8 @@ _NO_LEAF: Any = object()
 # Entries whose context messages are made (not just passed through): their messages are
 # kept per entry so a rebuild hands back the same objects without making them again.
 _MADE = (CustomMessageEntry, CompactionEntry, BranchSummaryEntry, CustomEntry)
+# Their exact classes, for pruning (a subclass instance missed there is only made again).
+_MADE_CLASSES = frozenset(_MADE)
 
 
 def _options_key(options: SessionContextBuildOptions) -> tuple[Any, ...]:
@@ -194,9 +196,19 @@ class ContextCache:
         entries = self._entries
         messages = self._messages
         ends = self._ends
+        add, extend, end, messages_of = (
+            messages.append,
+            messages.extend,
+            ends.append,
+            self._messages_of,
+        )
         for i in range(len(ends), len(entries)):
-            messages.extend(self._messages_of(entries[i], i, entries))
-            ends.append(len(messages))
+            entry = entries[i]
+            if entry.__class__ is MessageEntry:  # the common case, inline
+                add(entry.message)
+            else:
+                extend(messages_of(entry, i, entries))
+            end(len(messages))
 
     def _remake_messages(self) -> None:
         self._messages = []
@@ -232,7 +244,9 @@ class ContextCache:
         self._count = count
         self._context = None
         # Made messages of entries no longer on the branch would only hold memory.
-        live = {e.id for e in self._entries if isinstance(e, _MADE)}
+        if not self._made:
+            return
+        live = {e.id for e in self._entries if e.__class__ in _MADE_CLASSES}
         if len(self._made) > len(live):
             self._made = {k: v for k, v in self._made.items() if k in live}
 

@@ -25,7 +25,7 @@ from ..entries import (
 )
 from ..errors import SessionError
 from ..messages import AssistantMessage
-from ..types import SessionStats
+from ..types import SessionStats, TreeNode
 
 __all__ = [
     "DURABILITY_MODES",
@@ -242,6 +242,27 @@ class SessionStorage(abc.ABC):
         pos = {e.id: i for i, e in enumerate(entries)}
         parents = [-1 if e.parent_id is None else pos.get(e.parent_id, -1) for e in entries]
         return entries, [p if p < i else -1 for i, p in enumerate(parents)]
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole tree: root nodes (file order), each with its children and label
+        (what ``Session.get_tree`` returns).
+
+        The default builds it from :meth:`get_entries_with_parents` and
+        :meth:`get_labels`, bottom-up without recursion, so any depth works.
+        """
+        entries, parents = self.get_entries_with_parents()
+        labels = self.get_labels()
+        kids: list[list[TreeNode]] = [[] for _ in entries]
+        roots: list[TreeNode] = []
+        for i in range(len(entries) - 1, -1, -1):
+            entry = entries[i]
+            kids[i].reverse()
+            node = TreeNode(entry, kids[i], labels.get(entry.id))
+            kids[i] = []
+            p = parents[i]
+            (roots if p < 0 else kids[p]).append(node)
+        roots.reverse()
+        return roots
 
     def get_newest_timestamp(self) -> str | None:
         """The latest entry timestamp (ISO text), or ``None`` without entries.

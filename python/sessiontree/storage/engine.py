@@ -33,7 +33,7 @@ from ..messages import (
     Cost,
     Usage,
 )
-from ..types import LoadIssue, LoadReport, SessionStats
+from ..types import LoadIssue, LoadReport, SessionStats, TreeNode
 from .base import (
     DURABILITY_MODES,
     FORK_NULL_TARGET,
@@ -122,50 +122,39 @@ _core._register_model(
             Usage,
             *_MESSAGE_CLASSES,
             *_KNOWN_ENTRY_CLASSES,
+            TreeNode,
         )
     },
     {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST},
 )
 
 
-def _read_entries(fetch: Callable[[], Sequence[Any]]) -> list[SessionTreeEntry]:
+def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[SessionTreeEntry]:
     """Entries from ``Engine.entries``/``path_entries``, with no second JSON parse in Python.
 
-    The engine validated every line's fields when it loaded or appended it. It builds most
-    entries itself and hands the rest over as dicts, which become entries here without a
-    second validation (``entries._trusted_entry_reader``).
+    The engine validated every line's fields when it loaded or appended it. It hands most
+    entries out as objects (unread until first use, or built from their line) and the rest
+    as dicts, at the positions it names, which become entries here without a second
+    validation (``entries._trusted_entry_reader``; generated on first use, so a read the
+    engine served entirely never pays for it).
+
+    The cyclic garbage collector is paused for the call: building thousands of (acyclic)
+    objects otherwise triggers repeated full collections that cost about a third of the
+    time. The pause covers one call, on this thread.
     """
-    # The dict reader is generated on first use (it costs a few ms); a read that the engine
-    # built entirely itself, as the newest messages usually are, never pays for it.
-    read: Callable[[Any], SessionTreeEntry] | None = None
-
-    def make(x: Any) -> SessionTreeEntry:
-        nonlocal read
-        if x.__class__ is not dict:
-            return x  # type: ignore[no-any-return]
-        if read is None:
-            read = _trusted_entry_reader()
-        return read(x)
-
-    return _materialize(fetch, make)
-
-
-def _materialize(
-    fetch: Callable[[], Sequence[Any]], make: Callable[[Any], SessionTreeEntry]
-) -> list[SessionTreeEntry]:
-    """``[make(x) for x in fetch()]`` with the cyclic garbage collector paused.
-
-    Building thousands of (acyclic) dicts and entry objects otherwise triggers repeated
-    full collections that cost about a third of the time. The pause covers one call, on
-    this thread; the collector runs again as soon as it returns.
-    """
-    if not gc.isenabled():
-        return [make(x) for x in fetch()]
-    gc.disable()
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
     try:
-        return [make(x) for x in fetch()]
+        entries, dicts = fetch()
+        if dicts:
+            read = _trusted_entry_reader()
+            for i in dicts:
+                entries[i] = read(entries[i])
+        return entries
     finally:
-        gc.enable()
+        if paused:
+            gc.enable()
 
 
 class _EngineStorage(SessionStorage):
@@ -332,6 +321,19 @@ class _EngineStorage(SessionStorage):
         self._check()
         engine = self._engine
         return _read_entries(lambda: engine.entries(range(len(engine)))), engine.parents()
+
+    def get_tree(self) -> list[TreeNode]:
+        self._check()
+        engine = self._engine
+        entries = _read_entries(lambda: engine.entries(range(len(engine))))
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            return engine.tree(entries)
+        finally:
+            if paused:
+                gc.enable()
 
     def get_newest_timestamp(self) -> str | None:
         self._check()

@@ -1,0 +1,237 @@
+//! Entry objects handed out before their line is read.
+//!
+//! For a file store, `Engine.entries` makes each entry of a known type as an instance of
+//! its model class with only what the arena knows filled in — `id`, `parent_id`,
+//! `timestamp`, and for a message entry its `message` (an instance of the role's class,
+//! itself unfilled) — and the hidden slot `_src` set to a [`LineRef`]: where the line lives.
+//! The first access to any other attribute reaches the model's `__getattr__`, which asks
+//! the `LineRef` to build the entry from its line (`build.rs`, or the dict path) and copies
+//! the fields over (`sessiontree.entries._fill`). Nothing is decoded until then, so the
+//! context of a long session costs a few small objects per message, not its text.
+//!
+//! Which types are handed out this way is this module's choice: every entry type of the
+//! model table whose class is registered, for messages of a role the table knows.
+
+use std::os::raw::c_void;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyMapping, PyString, PyType};
+
+use super::build::{self, setter, type_slot, Setter};
+use super::to_py_err;
+use crate::engine::arena::{Kind, Role};
+use crate::engine::lazy::LazyLine;
+use crate::engine::model::{self, TypeDef};
+
+/// Where an unread entry's line lives, and what the arena knew of it.
+#[pyclass(module = "sessiontree._core", name = "LineRef", frozen)]
+pub struct LineRef {
+    line: Arc<LazyLine>,
+    role: Role,
+    /// The entry has no parent in the tree (a dangling `parent_id` reads as None).
+    root: bool,
+    id: Py<PyString>,
+}
+
+#[pymethods]
+impl LineRef {
+    /// The entry's id, as the arena has it.
+    #[getter]
+    fn id(&self, py: Python<'_>) -> Py<PyString> {
+        self.id.clone_ref(py)
+    }
+
+    /// The entry of this line, fully built: an entry object, or a dict for Python's
+    /// readers (as `Engine.entries` hands them out). Reads the line if its storage is
+    /// open; after close, the bytes read at close.
+    fn build<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = self.line.bytes().map_err(|e| to_py_err(py, e))?;
+        if let Some(entry) =
+            build::registry().and_then(|reg| reg.message_entry(py, &bytes, self.role, self.root))
+        {
+            return Ok(entry);
+        }
+        super::line_dict(py, &bytes, self.root)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "<LineRef of entry {:?} at byte {}>",
+            self.id.bind(py).to_string_lossy(),
+            self.line.offset()
+        )
+    }
+}
+
+/// How to make an unfilled instance of one class.
+pub(super) struct Shell {
+    cls: Py<PyType>,
+    alloc: ffi::allocfunc,
+    src: Setter,
+}
+
+impl Shell {
+    fn new(cls: &Bound<'_, PyType>) -> PyResult<Shell> {
+        let alloc = type_slot(cls, ffi::Py_tp_alloc);
+        if alloc.is_null() {
+            return Err(PyTypeError::new_err(format!(
+                "{} has no tp_alloc",
+                cls.name()?
+            )));
+        }
+        Ok(Shell {
+            cls: cls.clone().unbind(),
+            // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
+            alloc: unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) },
+            src: setter(cls, "_src")?,
+        })
+    }
+
+    fn make<'py>(&self, py: Python<'py>, src: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+        // SAFETY: the class's own `tp_alloc`, called as `object.__new__` does.
+        let obj = unsafe {
+            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
+            Bound::from_owned_ptr_or_err(py, raw).ok()?
+        };
+        set(py, &self.src, &obj, src)?;
+        Some(obj)
+    }
+}
+
+fn set<'py>(
+    py: Python<'py>,
+    s: &Setter,
+    obj: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+) -> Option<()> {
+    // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes a new
+    // reference to `value`.
+    let rc = unsafe { (s.set)(s.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
+    if rc != 0 {
+        drop(PyErr::take(py));
+        return None;
+    }
+    Some(())
+}
+
+/// An entry class: its shell and the slots the arena fills.
+pub(super) struct EntryShell {
+    shell: Shell,
+    id: Setter,
+    parent_id: Setter,
+    timestamp: Setter,
+    /// `MessageEntry.message`.
+    message: Option<Setter>,
+}
+
+/// The shells of every entry kind and message role the model table knows.
+pub(super) struct Shells {
+    /// By `Kind as usize`.
+    entries: Vec<Option<EntryShell>>,
+    /// By `Role as usize`.
+    messages: Vec<Option<Shell>>,
+}
+
+fn class_named<'py>(
+    classes: &Bound<'py, PyMapping>,
+    def: &TypeDef,
+) -> PyResult<Bound<'py, PyType>> {
+    classes
+        .get_item(def.class)
+        .map_err(|_| PyTypeError::new_err(format!("no class for {}", def.class)))?
+        .cast_into::<PyType>()
+        .map_err(|_| PyTypeError::new_err(format!("the class for {} is not a type", def.class)))
+}
+
+impl Shells {
+    pub(super) fn new(classes: &Bound<'_, PyMapping>) -> PyResult<Shells> {
+        let mut entries: Vec<Option<EntryShell>> = Vec::new();
+        for def in model::ENTRIES {
+            let Some(kind) = def.tag_value().map(Kind::from_type) else {
+                continue;
+            };
+            let cls = class_named(classes, def)?;
+            let shell = EntryShell {
+                shell: Shell::new(&cls)?,
+                id: setter(&cls, "id")?,
+                parent_id: setter(&cls, "parent_id")?,
+                timestamp: setter(&cls, "timestamp")?,
+                message: if std::ptr::eq(def, &model::MESSAGE_ENTRY) {
+                    Some(setter(&cls, "message")?)
+                } else {
+                    None
+                },
+            };
+            let at = kind as usize;
+            if entries.len() <= at {
+                entries.resize_with(at + 1, || None);
+            }
+            entries[at] = Some(shell);
+        }
+        let mut messages: Vec<Option<Shell>> = Vec::new();
+        for def in model::MESSAGES {
+            let Some(role) = def.tag_value().map(Role::from_name) else {
+                continue;
+            };
+            let at = role as usize;
+            if messages.len() <= at {
+                messages.resize_with(at + 1, || None);
+            }
+            messages[at] = Some(Shell::new(&class_named(classes, def)?)?);
+        }
+        Ok(Shells { entries, messages })
+    }
+
+    /// Entry `id` of kind `kind` (a message of role `role`) as an unfilled instance reading
+    /// `line` on first use; None for a kind or role without a shell (read it now instead).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn entry<'py>(
+        &self,
+        py: Python<'py>,
+        kind: Kind,
+        role: Role,
+        id: &Bound<'py, PyString>,
+        parent: Option<&Bound<'py, PyString>>,
+        timestamp: &str,
+        line: Arc<LazyLine>,
+    ) -> Option<Bound<'py, PyAny>> {
+        let shell = self.entries.get(kind as usize)?.as_ref()?;
+        let message = match &shell.message {
+            Some(_) => Some(self.messages.get(role as usize)?.as_ref()?),
+            None => None,
+        };
+        let src = Bound::new(
+            py,
+            LineRef {
+                line,
+                role,
+                root: parent.is_none(),
+                id: id.clone().unbind(),
+            },
+        )
+        .ok()?
+        .into_any();
+        let obj = shell.shell.make(py, &src)?;
+        set(py, &shell.id, &obj, id)?;
+        let none = py.None().into_bound(py);
+        set(
+            py,
+            &shell.parent_id,
+            &obj,
+            parent.map_or(&none, |p| p.as_any()),
+        )?;
+        set(
+            py,
+            &shell.timestamp,
+            &obj,
+            PyString::new(py, timestamp).as_any(),
+        )?;
+        if let (Some(slot), Some(m)) = (&shell.message, message) {
+            set(py, slot, &obj, &m.make(py, &src)?)?;
+        }
+        Some(obj)
+    }
+}
