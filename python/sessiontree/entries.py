@@ -31,10 +31,11 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import _core
+from ._frozen import frozen
 from ._util import model_keys, now_iso, uuid7
 from .errors import SessionError
 from .messages import (
@@ -57,7 +58,6 @@ from .messages import (
     _keep_extra,
     _preview_text,
     _reading,
-    _seal,
     _short,
     _trusted_message_readers,
     _Untrusted,
@@ -148,7 +148,7 @@ def _check_usage(obj: object, value: object) -> None:
 # --------------------------------------------------------------------------- entry classes
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
+@frozen(kw_only=True, repr=False)
 class SessionTreeEntry(_Value):
     """The common base of every entry; not instantiated directly.
 
@@ -179,7 +179,7 @@ class SessionTreeEntry(_Value):
         _check_base(self)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class MessageEntry(SessionTreeEntry):
     """An entry holding one conversation message.
 
@@ -211,7 +211,7 @@ class MessageEntry(SessionTreeEntry):
         )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ThinkingLevelChangeEntry(SessionTreeEntry):
     """Sets the thinking level from here on.
 
@@ -236,7 +236,7 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
             )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ModelChangeEntry(SessionTreeEntry):
     """Sets the model from here on.
 
@@ -261,7 +261,7 @@ class ModelChangeEntry(SessionTreeEntry):
         _check_not_empty(self, "model_id", self.model_id)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ActiveToolsChangeEntry(SessionTreeEntry):
     """Sets the active tools from here on.
 
@@ -300,7 +300,7 @@ def _check_messages(obj: object, name: str, value: object) -> tuple[AgentMessage
     return value
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class CompactionEntry(SessionTreeEntry):
     """Replaces the context before it with a summary.
 
@@ -344,7 +344,7 @@ class CompactionEntry(SessionTreeEntry):
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class BranchSummaryEntry(SessionTreeEntry):
     """Summarises the branch the session moved away from.
 
@@ -376,7 +376,7 @@ class BranchSummaryEntry(SessionTreeEntry):
         _check_bool(self, "from_hook", self.from_hook)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class CustomEntry(SessionTreeEntry):
     """Application data that is not sent to the model (unless a projector maps it).
 
@@ -399,7 +399,7 @@ class CustomEntry(SessionTreeEntry):
         _check_json_keys(self, "data", self.data)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class CustomMessageEntry(SessionTreeEntry):
     """An application message that is sent to the model as a custom message.
 
@@ -428,7 +428,7 @@ class CustomMessageEntry(SessionTreeEntry):
         _check_bool(self, "display", self.display)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class LabelEntry(SessionTreeEntry):
     """Sets (or with ``None`` clears) the label of another entry.
 
@@ -451,7 +451,7 @@ class LabelEntry(SessionTreeEntry):
         _check_opt_str(self, "label", self.label)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class SessionInfoEntry(SessionTreeEntry):
     """Names the session (the last one in the file wins).
 
@@ -471,7 +471,7 @@ class SessionInfoEntry(SessionTreeEntry):
         _check_opt_str(self, "name", self.name)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class LeafEntry(SessionTreeEntry):
     """Moves the leaf (where the next entry hangs) to ``target_id``.
 
@@ -491,7 +491,7 @@ class LeafEntry(SessionTreeEntry):
         _check_opt_str(self, "target_id", self.target_id)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class UnknownEntry(SessionTreeEntry):
     """An entry whose ``type`` this version does not know, kept verbatim.
 
@@ -544,8 +544,6 @@ _KNOWN_ENTRY_CLASSES: Final = (
     LeafEntry,
 )
 """The classes of the entry types this version knows (``UnknownEntry`` holds the rest)."""
-
-_seal(SessionTreeEntry, *_KNOWN_ENTRY_CLASSES, UnknownEntry)
 
 
 # --------------------------------------------------------------------------- JSON codec
@@ -1285,7 +1283,7 @@ def _slots_of(cls: type) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------- header
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class SessionHeader(_Value):
     """Line 1 of a session file: the session's identity, not a tree node.
 
@@ -1369,8 +1367,6 @@ class SessionHeader(_Value):
             metadata=metadata,
         )
 
-
-_seal(SessionHeader)
 
 _HEADER_KEYS: Final = model_keys(SessionHeader)["session"]
 

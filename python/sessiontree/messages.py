@@ -32,10 +32,11 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from . import _core
+from ._frozen import at_defaults, frozen
 from ._util import iso_to_ms, model_keys, now_ms
 from .errors import SessionError
 
@@ -302,7 +303,7 @@ class _Lazy:
 _SRC: Any = _Lazy.__dict__["_src"]
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class _Value(_Lazy):
     """Shared base: keeps unknown JSON fields and gives a short, default-skipping repr."""
 
@@ -325,32 +326,6 @@ class _Value(_Lazy):
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-def _refuse_setattr(self: object, name: str, value: object) -> None:
-    raise dataclasses.FrozenInstanceError(
-        f"{type(self).__name__} is immutable: cannot set {name!r}"
-    )
-
-
-def _refuse_delattr(self: object, name: str) -> None:
-    raise dataclasses.FrozenInstanceError(
-        f"{type(self).__name__} is immutable: cannot delete {name!r}"
-    )
-
-
-def _seal(*classes: type) -> None:
-    """Make assignment to any attribute raise ``FrozenInstanceError``.
-
-    The ``__setattr__`` that ``dataclass(frozen=True, slots=True)`` generates raises a
-    confusing ``TypeError`` for names that are not fields (``message.role = ...``), because it
-    refers to the class from before ``slots`` rebuilt it (a CPython bug, still present in
-    3.13).  Construction and unpickling use ``object.__setattr__`` and are unaffected.
-    """
-    for cls in classes:
-        # setattr(): assigning to a method through the class is an error for mypy.
-        setattr(cls, "__setattr__", _refuse_setattr)  # noqa: B010
-        setattr(cls, "__delattr__", _refuse_delattr)  # noqa: B010
-
-
 _V = TypeVar("_V", bound=_Value)
 
 
@@ -363,7 +338,7 @@ def _keep_extra(obj: _V, data: dict[str, Any], known: frozenset[str]) -> _V:
 # --------------------------------------------------------------------------- content blocks
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class TextContent(_Value):
     """A block of text.
 
@@ -388,7 +363,7 @@ class TextContent(_Value):
         _check_opt_str(self, "signature", self.signature)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ThinkingContent(_Value):
     """A block of model reasoning.
 
@@ -416,7 +391,7 @@ class ThinkingContent(_Value):
         _check_bool(self, "redacted", self.redacted)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ImageContent(_Value):
     """An image, base64-encoded.
 
@@ -451,7 +426,7 @@ class ImageContent(_Value):
         return f"ImageContent(mime_type={self.mime_type!r}, data=<{len(self.data)} chars>)"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ToolCall(_Value):
     """A tool invocation requested by the assistant.
 
@@ -497,7 +472,7 @@ _ASSISTANT_BLOCKS_TEXT: Final = "TextContent, ThinkingContent or ToolCall"
 # --------------------------------------------------------------------------- usage
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class Cost(_Value):
     """Money spent on one call, per token class (ints are stored as floats).
 
@@ -530,7 +505,11 @@ class Cost(_Value):
                 )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+# The zero usage and cost: defaults, and what a missing or null one reads as.
+_ZERO_COST: Final = at_defaults(Cost)
+
+
+@frozen(repr=False)
 class Usage(_Value):
     """Token counts and cost of one model call.
 
@@ -543,7 +522,7 @@ class Usage(_Value):
     cache_read: int = 0
     cache_write: int = 0
     total_tokens: int = 0
-    cost: Cost = Cost()
+    cost: Cost = _ZERO_COST
 
     def __post_init__(self) -> None:
         _check_int(self, "input", self.input)
@@ -564,14 +543,13 @@ class Usage(_Value):
             raise _invalid(self, "cost", "a Cost", self.cost)
 
 
-_ZERO_COST: Final = Cost()
-_ZERO_USAGE: Final = Usage()
+_ZERO_USAGE: Final = at_defaults(Usage)
 
 
 # --------------------------------------------------------------------------- messages
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class UserMessage(_Value):
     """A message from the user.
 
@@ -603,7 +581,7 @@ class UserMessage(_Value):
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class AssistantMessage(_Value):
     """A model reply.
 
@@ -658,7 +636,7 @@ timestamp=0)
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class ToolResultMessage(_Value):
     """The result of running a tool call.
 
@@ -698,7 +676,7 @@ content=[TextContent(text='# README')], timestamp=0)
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class CustomMessage(_Value):
     """An application-defined message that takes part in the context.
 
@@ -732,7 +710,7 @@ class CustomMessage(_Value):
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class CompactionSummaryMessage(_Value):
     """The summary that stands in for the entries a compaction dropped.
 
@@ -761,7 +739,7 @@ class CompactionSummaryMessage(_Value):
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class BranchSummaryMessage(_Value):
     """The summary of a branch the session moved away from.
 
@@ -789,7 +767,7 @@ class BranchSummaryMessage(_Value):
         _check_int(self, "timestamp", self.timestamp)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@frozen(repr=False)
 class UnknownMessage(_Value):
     """A message whose ``role`` this version does not know, kept verbatim.
 
@@ -842,17 +820,6 @@ _MESSAGE_CLASSES: Final = (
     CompactionSummaryMessage,
     BranchSummaryMessage,
     UnknownMessage,
-)
-
-_seal(
-    _Value,
-    TextContent,
-    ThinkingContent,
-    ImageContent,
-    ToolCall,
-    Cost,
-    Usage,
-    *_MESSAGE_CLASSES,
 )
 
 

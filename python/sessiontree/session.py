@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -35,7 +36,14 @@ __all__ = ["Session"]
 # from the engine, the parent is the engine's leaf and the timestamp is ``now_iso()``, so
 # only the message needs checking (and the engine checks the whole line again when it
 # appends it).
-_new_message_entry = _fast_init(MessageEntry)
+
+
+@functools.cache
+def _message_entry_builder() -> Callable[..., MessageEntry]:
+    """The check-free ``MessageEntry`` builder, written on first use (not at import)."""
+    return _fast_init(MessageEntry)
+
+
 _TRUSTED_STORAGES = (InMemorySessionStorage, JsonlSessionStorage)
 
 
@@ -114,7 +122,7 @@ class Session:
         """Appends a message (user, assistant, tool result, ...)."""
         storage = self._storage
         if self._trusted_ids and isinstance(message, _MESSAGE_CLASSES):
-            entry: MessageEntry = _new_message_entry(
+            entry: MessageEntry = _message_entry_builder()(
                 storage.create_entry_id(), storage.get_leaf_id(), now_iso(), message
             )
         else:

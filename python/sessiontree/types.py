@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, overload
+
+from ._frozen import frozen
 
 if TYPE_CHECKING:
     from .entries import SessionTreeEntry
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ModelRef:
     """The model in effect: ``provider`` and ``model_id``."""
 
@@ -33,7 +34,7 @@ class ModelRef:
     model_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ContextState:
     """Thinking level, model and active tools derived from a path of entries."""
 
@@ -136,7 +137,7 @@ class MessageSequence(Sequence["AgentMessage"]):
         return f"MessageSequence([{shown}{more}])"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionContext:
     """What goes to the model: the messages plus thinking level, model and active tools."""
 
@@ -154,7 +155,7 @@ class SessionContext:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionStats:
     """Whole-session counts and usage sums (every branch).
 
@@ -175,7 +176,7 @@ class SessionStats:
     cost_total: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LoadIssue:
     """One problem the lenient reader found and skipped.
 
@@ -193,7 +194,7 @@ class LoadIssue:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LoadReport:
     """What opening a file found: the issues, and the size of a torn last line."""
 
@@ -271,7 +272,7 @@ class TreeNode:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionMetadata:
     """What a repository's ``list`` knows of one session without opening it.
 

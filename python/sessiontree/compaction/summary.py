@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from .._frozen import frozen
 from ..entries import SessionTreeEntry
 from ..errors import SessionError
 from ..messages import (
@@ -136,7 +137,7 @@ def serialize_conversation(
 # --------------------------------------------------------------------------- requests, results
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SummaryRequest:
     """What the summariser is asked to summarise; passed to your ``summarize(request)``.
 
@@ -182,7 +183,7 @@ class SummaryRequest:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SummaryResult:
     """A summary with extras; ``summarize`` may return this instead of a ``str``.
 

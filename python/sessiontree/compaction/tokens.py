@@ -6,9 +6,9 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
+from .._frozen import frozen
 from ..errors import SessionError
 from ..messages import (
     AgentMessage,
@@ -170,7 +170,7 @@ def _check_count(owner: str, name: str, value: object, minimum: int = 0) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CompactionSettings:
     """When to compact and how much to keep.
 

@@ -9,10 +9,11 @@ transforms run after it, in order; projectors turn ``custom`` entries into messa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
+from .._frozen import frozen
 from ..entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -60,7 +61,7 @@ def _empty_projectors() -> Mapping[str, EntryProjector]:
     return MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionContextBuildOptions:
     """User hooks for context building.
 

@@ -1,0 +1,144 @@
+"""``_frozen.frozen``: frozen slotted dataclasses whose methods are written on first use.
+
+The model classes are built with it, so everything ``dataclass(frozen=True, slots=True)``
+gives a user must hold: construction by position and keyword, defaults and factories,
+``__post_init__``, equality and hashing by value, immutability, ``dataclasses`` functions,
+pickling, ``match``, user subclasses — while importing the package compiles nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+from dataclasses import field
+from typing import Any
+
+import pytest
+
+import sessiontree as st
+from sessiontree._frozen import frozen
+
+
+@frozen
+class Point:
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    note: str = field(default="", compare=False)
+
+
+@frozen(kw_only=True)
+class Stamped:
+    when: str
+    seq: int = 1
+
+
+@frozen
+class Checked:
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise ValueError("negative")
+        object.__setattr__(self, "n", self.n * 2)
+
+
+def test_construction_defaults_and_post_init() -> None:
+    assert (Point(1).x, Point(1).y, Point(1).tags) == (1, 0, ())
+    assert Point(1, 2, ("a",)) == Point(x=1, y=2, tags=("a",))
+    assert Point(1).tags is not Point(2).tags or Point(1).tags == ()
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Stamped("now")  # type: ignore[misc]
+    assert Stamped(when="now").seq == 1
+    assert Checked(3).n == 6
+    with pytest.raises(ValueError, match="negative"):
+        Checked(-1)
+
+
+def test_value_semantics_and_immutability() -> None:
+    a, b = Point(1, 2, note="x"), Point(1, 2, note="y")
+    assert a == b and hash(a) == hash(b), "compare=False fields take no part"
+    assert a != Point(1, 3) and (a == (1, 2)) is False
+    assert len({a, b, Point(5)}) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot set 'x'"):
+        a.x = 5  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot set 'other'"):
+        a.other = 5  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete 'x'"):
+        del a.x  # type: ignore[misc]
+    assert repr(Point(1, 2)) == "Point(x=1, y=2, tags=(), note='')"
+
+
+def test_dataclasses_functions_pickle_and_match() -> None:
+    p = Point(1, 2, ("t",))
+    assert dataclasses.is_dataclass(p)
+    assert [f.name for f in dataclasses.fields(p)] == ["x", "y", "tags", "note"]
+    assert dataclasses.replace(p, y=9) == Point(1, 9, ("t",))
+    assert dataclasses.asdict(p) == {"x": 1, "y": 2, "tags": ("t",), "note": ""}
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert not hasattr(p, "__dict__")
+    match p:
+        case Point(x, y):
+            assert (x, y) == (1, 2)
+        case _:
+            pytest.fail("no match")
+
+
+def test_methods_are_written_on_first_use() -> None:
+    @frozen
+    class Late:
+        a: int
+
+    assert type(Late.__dict__["__eq__"]).__name__ == "_Generated"
+    assert Late(1) == Late(1)
+    assert type(Late.__dict__["__eq__"]).__name__ == "function"
+    assert Late.__eq__.__qualname__.endswith("Late.__eq__")
+    assert type(Late.__dict__["__hash__"]).__name__ == "_Generated", "not used yet"
+
+
+def test_user_subclasses_with_dataclass_work() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Tagged(Point):
+        label: str = "t"
+
+    t = Tagged(1, 2, (), "", "z")
+    assert t.label == "z" and t.x == 1
+    assert dataclasses.fields(Tagged)[-1].name == "label"
+
+
+def test_importing_the_package_compiles_no_code() -> None:
+    # Generated source run through `exec` is what dataclass-made methods cost at import
+    # (the import system's own compiles of modules without bytecode are not counted).
+    code = (
+        "import builtins\n"
+        "n = [0]\n"
+        "real_exec = builtins.exec\n"
+        "def counting_exec(src: object, *a: object, **k: object) -> object:\n"
+        "    if isinstance(src, str):\n"
+        "        n[0] += 1\n"
+        "    return real_exec(src, *a, **k)\n"
+        "builtins.exec = counting_exec\n"
+        "import sessiontree\n"
+        "print(n[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "0"
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        st.UserMessage("hi", timestamp=1),
+        st.LabelEntry("a", "x", id="b", parent_id="a", timestamp="t"),
+        st.Usage(input=1),
+    ],
+)
+def test_model_objects_hash_and_replace(obj: Any) -> None:
+    assert hash(obj) == hash(dataclasses.replace(obj))
+    assert dataclasses.replace(obj) == obj
