@@ -243,6 +243,35 @@ class SessionStorage(abc.ABC):
         parents = [-1 if e.parent_id is None else pos.get(e.parent_id, -1) for e in entries]
         return entries, [p if p < i else -1 for i, p in enumerate(parents)]
 
+    def get_parent_positions(self) -> list[int]:
+        """For each entry in file order, the position of its parent in that order (``-1``
+        for a root): the shape of the tree without building any entry.
+
+        Tools that draw the tree of a large session (``sessiontree tree``) start from it and
+        build only the entries they show, with :meth:`get_entries_at`. The default takes it
+        from :meth:`get_entries_with_parents`.
+        """
+        return self.get_entries_with_parents()[1]
+
+    def get_entries_at(self, positions: Sequence[int]) -> list[SessionTreeEntry]:
+        """The entries at these file-order positions (as :meth:`get_entries` numbers them).
+
+        Raises:
+            SessionError: ``invalid_argument`` for a position outside ``0 <= p < len(self)``.
+        """
+        entries = self.get_entries()
+        out: list[SessionTreeEntry] = []
+        for p in positions:
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < len(entries):
+                raise SessionError("invalid_argument", f"no entry at position {p!r}")
+            out.append(entries[p])
+        return out
+
+    def get_positions(self, entry_ids: Sequence[str]) -> list[int | None]:
+        """The file-order position of each id (``None`` for an unknown one)."""
+        where = {e.id: i for i, e in enumerate(self.get_entries())}
+        return [where.get(i) for i in entry_ids]
+
     def get_tree(self) -> list[TreeNode]:
         """The whole tree: root nodes (file order), each with its children and label
         (what ``Session.get_tree`` returns).

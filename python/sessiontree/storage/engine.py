@@ -322,6 +322,30 @@ class _EngineStorage(SessionStorage):
         engine = self._engine
         return _read_entries(lambda: engine.entries(range(len(engine)))), engine.parents()
 
+    def get_parent_positions(self) -> list[int]:
+        self._check()
+        return self._engine.parents()
+
+    def get_entries_at(self, positions: Sequence[int]) -> list[SessionTreeEntry]:
+        self._check()
+        engine = self._engine
+        n = len(engine)
+        idxs: list[int] = []
+        for p in positions:
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < n:
+                raise SessionError("invalid_argument", f"no entry at position {p!r}")
+            idxs.append(p)
+        return _read_entries(lambda: engine.entries(idxs))
+
+    def get_positions(self, entry_ids: Sequence[str]) -> list[int | None]:
+        self._check()
+        lookup = self._engine.lookup
+        out: list[int | None] = []
+        for entry_id in entry_ids:
+            _check_id_arg("entry_id", entry_id, optional=False)
+            out.append(lookup(entry_id))
+        return out
+
     def get_tree(self) -> list[TreeNode]:
         self._check()
         engine = self._engine
