@@ -2,7 +2,9 @@
 context that would go to the model.
 
 Run: ``make demo`` (or ``python examples/demo.py [DIR]``). The session is written to DIR
-(default: ``./demo-sessions``) and reopened from disk before anything is printed.
+(default: ``./demo-sessions``) as ``DIR/demo.jsonl`` — a repository holding one session
+whose id is ``demo`` — and reopened from disk before anything is printed. The output ends
+with ``sessiontree`` commands to try on it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ def assistant(
 
 def build(path: Path) -> str:
     """Writes the demo session; returns the tip of the branch that was compacted."""
-    with st.Session(st.JsonlSessionStorage.create(path, durability="flush")) as s:
+    # The id "demo" matches the file name, so DIR is a repository the command can list.
+    header = st.SessionHeader.generate(session_id="demo")
+    with st.Session(st.JsonlSessionStorage.create(path, header, durability="flush")) as s:
         s.append_session_info("Set up a FastAPI project")
         s.append_model_change("anthropic", "claude-sonnet-4-5")
         s.append_thinking_level_change("medium")
@@ -154,6 +158,34 @@ def main() -> None:
             f"\nStats: {stats.message_count} messages, {stats.total_tokens} tokens, "
             f"${stats.cost_total:.4f}"
         )
+    print_next_steps(root, path, jwt_tip)
+
+
+def command_name() -> str:
+    """How to run `sessiontree` from here: the venv's script, relative when it is below."""
+    script = Path(sys.executable).parent / "sessiontree"
+    if not script.exists():
+        return "sessiontree"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def print_next_steps(root: Path, path: Path, jwt_tip: str) -> None:
+    """The `sessiontree` commands to try on the files just written (docs/cli.md)."""
+    cmd = command_name()
+    print(
+        f"""
+Try the `sessiontree` command on it (docs/cli.md is its manual):
+  {cmd} ls {root}              # the repository's sessions, newest first
+  {cmd} tree {path}       # the tree; the current branch in heavy lines
+  {cmd} show {path}       # the context that goes to the model
+  {cmd} show {path} {jwt_tip} --branch   # the branch that was left
+  {cmd} stats {path}      # counts, tokens, cost per model
+  {cmd} check {path}      # exit status 0: clean
+  {cmd} export {path} --html -o {root}/demo.html   # open it in a browser"""
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+"""The ``sessiontree`` command: list, look at, check, repair, fork, export and import
+sessions without writing code.
+
+Run ``sessiontree --help`` (or ``python -m sessiontree --help``); ``docs/cli.md`` is the
+manual. The command needs the optional extra ``sessiontree[cli]`` (it draws with rich);
+the library itself never imports this package, so ``import sessiontree`` stays free of
+it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["INSTALL_HINT", "main"]
+
+INSTALL_HINT = (
+    "sessiontree: the command needs its terminal extra; install it with: "
+    "pip install 'sessiontree[cli]'"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command and returns its exit status (see ``docs/cli.md``).
+
+    Args:
+        argv: the arguments after the program name (``sys.argv[1:]`` by default).
+
+    Returns:
+        0 on success, 1 when ``check`` or ``repair`` found problems, 2 when a session was
+        refused or could not be read (or the arguments were wrong).
+    """
+    try:
+        import rich  # noqa: F401  (only to tell whether the extra is installed)
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    from ._app import run
+
+    return run(sys.argv[1:] if argv is None else list(argv))

@@ -1,0 +1,147 @@
+"""Writing a session file from entries read elsewhere: ``repair --clean``, ``import`` and
+``export --jsonl`` all go through :func:`write_session`.
+
+The file is written under a hidden temporary name in the destination's directory,
+synced, and only then given its name (``link``, which refuses an existing file, or
+``rename`` over the original for ``repair --in-place``), so it appears whole or not at all.
+Entries go through ``JsonlSessionStorage.append_entry``, which checks each one, in the
+order the reader returned them: what the reader kept of the source, and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from .. import (
+    JsonlSessionStorage,
+    LeafEntry,
+    SessionError,
+    SessionHeader,
+    SessionTreeEntry,
+    entry_from_dict,
+    entry_to_dict,
+)
+
+_TMP_PREFIX: Final = ".sessiontree-write-"
+
+
+def header_copy(header: SessionHeader, *, session_id: str | None = None) -> SessionHeader:
+    """``header`` in this format's current version (a pi v1/v2 header becomes v3)."""
+    return SessionHeader(
+        id=header.id if session_id is None else session_id,
+        timestamp=header.timestamp,
+        cwd=header.cwd,
+        parent_session=header.parent_session,
+        metadata=header.metadata,
+    )
+
+
+def _fixed(entry: SessionTreeEntry, known: set[str]) -> SessionTreeEntry:
+    """``entry`` as it can be appended after ``known``: a ``leaf`` entry whose target the
+    reader did not know (reported ``unknown_leaf_target``, and so leaving the leaf where
+    it was) points at the leaf it leaves, which is what it did; a parent the copy lacks
+    makes the entry a root, as the reader did."""
+    bad_parent = entry.parent_id is not None and entry.parent_id not in known
+    bad_target = (
+        isinstance(entry, LeafEntry)
+        and entry.target_id is not None
+        and entry.target_id not in known
+    )
+    if not bad_parent and not bad_target:
+        return entry
+    d = dict(entry_to_dict(entry))
+    if bad_parent:
+        d["parent_id"] = None
+    if bad_target:
+        d["target_id"] = d["parent_id"]
+    return entry_from_dict(d)
+
+
+def copy_entries(entries: Iterable[SessionTreeEntry], dest: JsonlSessionStorage) -> int:
+    """Appends ``entries`` to ``dest`` in order (see :func:`_fixed`); returns the count."""
+    known: set[str] = set()
+    n = 0
+    for entry in entries:
+        if entry.id in known:
+            continue  # the reader keeps the first of a duplicated id
+        fixed = _fixed(entry, known)
+        dest.append_entry(fixed)
+        known.add(fixed.id)
+        n += 1
+    return n
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_session(
+    dest: str,
+    header: SessionHeader,
+    entries: Iterable[SessionTreeEntry],
+    *,
+    leaf_id: str | None = None,
+    replace: bool = False,
+    after: Callable[[JsonlSessionStorage], None] | None = None,
+) -> int:
+    """Writes a new session file ``dest`` atomically; returns the number of entries.
+
+    Args:
+        dest: the file to write; refused (``exists``) if it exists, unless ``replace``.
+        header: its header.
+        entries: its entries, parents first.
+        leaf_id: where the leaf must end; a ``leaf`` entry is appended if the copied
+            entries leave it elsewhere (``None``: wherever they leave it).
+        replace: rename over ``dest`` (``repair --in-place``, after the caller kept the
+            original).
+        after: called with the new storage once the entries are in, to append more.
+    """
+    directory = os.path.dirname(os.path.abspath(dest))
+    if not replace and os.path.lexists(dest):
+        raise SessionError("exists", f"{dest} already exists")
+    tmp = os.path.join(directory, f"{_TMP_PREFIX}{os.getpid()}-{os.path.basename(dest)}")
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    storage = JsonlSessionStorage.create(tmp, header, durability="none", index=False)
+    try:
+        try:
+            n = copy_entries(entries, storage)
+            if after is not None:
+                after(storage)
+            if leaf_id is not None and storage.get_leaf_id() != leaf_id:
+                storage.set_leaf_id(leaf_id)
+            storage.flush()
+        finally:
+            storage.close()
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(tmp, dest)
+        else:
+            try:
+                os.link(tmp, dest)
+            except FileExistsError:
+                raise SessionError("exists", f"{dest} already exists") from None
+            os.unlink(tmp)
+        _fsync_dir(directory)
+        return n
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

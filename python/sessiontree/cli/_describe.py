@@ -1,0 +1,175 @@
+"""Short descriptions of entries and messages: one line each, for ``tree``, ``show`` and
+``ls``; and the plain text of a message, for ``show``, search and Markdown export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from .. import (
+    ActiveToolsChangeEntry,
+    AgentMessage,
+    AssistantMessage,
+    BranchSummaryEntry,
+    BranchSummaryMessage,
+    CompactionEntry,
+    CompactionSummaryMessage,
+    CustomEntry,
+    CustomMessage,
+    CustomMessageEntry,
+    ImageContent,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionInfoEntry,
+    SessionTreeEntry,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevelChangeEntry,
+    ToolCall,
+    ToolResultMessage,
+    UnknownEntry,
+    UnknownMessage,
+    UserMessage,
+)
+from ._output import one_line
+
+# What `tree` shows in the kind column, per entry type (messages show their role).
+KIND_NAMES: Final[dict[str, str]] = {
+    "thinking_level_change": "thinking",
+    "model_change": "model",
+    "active_tools_change": "tools",
+    "compaction": "compaction",
+    "branch_summary": "branch_summary",
+    "custom": "custom",
+    "custom_message": "custom_message",
+    "label": "label",
+    "session_info": "name",
+    "leaf": "leaf",
+}
+
+KIND_STYLES: Final[dict[str, str]] = {
+    "user": "bold cyan",
+    "assistant": "green",
+    "tool_result": "yellow",
+    "compaction": "bold magenta",
+    "branch_summary": "bold blue",
+    "compaction_summary": "bold magenta",
+    "custom": "magenta",
+    "custom_message": "magenta",
+    "label": "grey",
+    "leaf": "grey",
+    "name": "grey",
+    "model": "grey",
+    "thinking": "grey",
+    "tools": "grey",
+}
+
+
+def kind_of(entry: SessionTreeEntry) -> str:
+    """The kind column: the role for a message entry, else a short type name."""
+    if isinstance(entry, MessageEntry):
+        return entry.message.role
+    return KIND_NAMES.get(entry.type, entry.type)
+
+
+def blocks_text(content: str | Sequence[Any], *, images: bool = True) -> str:
+    """The text of a content list (text blocks joined by newlines; ``[image]`` markers)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ImageContent) and images:
+            parts.append(f"[image {block.mime_type}]")
+    return "\n".join(parts)
+
+
+def tool_call_text(call: ToolCall, limit: int = 200) -> str:
+    args = json.dumps(call.arguments, ensure_ascii=False, separators=(", ", ": "))
+    if len(args) > limit:
+        args = args[: limit - 1] + "…"
+    return f"{call.name}({args})"
+
+
+def message_text(message: AgentMessage) -> str:
+    """The readable text of a message (no thinking, tool calls as ``name(args)``)."""
+    if isinstance(message, UserMessage):
+        return blocks_text(message.content)
+    if isinstance(message, AssistantMessage):
+        parts = [b.text for b in message.content if isinstance(b, TextContent)]
+        parts += [f"→ {tool_call_text(b)}" for b in message.content if isinstance(b, ToolCall)]
+        if not parts and message.error_message:
+            parts.append(f"error: {message.error_message}")
+        return "\n".join(parts)
+    if isinstance(message, ToolResultMessage):
+        return blocks_text(message.content)
+    if isinstance(message, CustomMessage):
+        return blocks_text(message.content)
+    if isinstance(message, (CompactionSummaryMessage, BranchSummaryMessage)):
+        return message.summary
+    if isinstance(message, UnknownMessage):
+        return ""
+    return ""
+
+
+def search_text(message: AgentMessage) -> str:
+    """Everything searchable in a message: its text plus thinking."""
+    text = message_text(message)
+    if isinstance(message, AssistantMessage):
+        thinking = [b.thinking for b in message.content if isinstance(b, ThinkingContent)]
+        if thinking:
+            text = "\n".join([text, *thinking])
+    return text
+
+
+def entry_text(entry: SessionTreeEntry) -> str:
+    """One line saying what ``entry`` is about (without its kind)."""
+    if isinstance(entry, MessageEntry):
+        m = entry.message
+        text = one_line(message_text(m))
+        if isinstance(m, ToolResultMessage):
+            mark = "✗ " if m.is_error else ""
+            return f"{mark}{m.tool_name}: {text}" if text else f"{mark}{m.tool_name}"
+        if isinstance(m, AssistantMessage) and m.stop_reason in ("error", "aborted"):
+            return f"[{m.stop_reason}] {text}".rstrip()
+        if isinstance(m, UnknownMessage):
+            return f"(role {m.role})"
+        if isinstance(m, CustomMessage):
+            return f"{m.custom_type}: {text}"
+        return text
+    if isinstance(entry, ModelChangeEntry):
+        return f"{entry.provider}/{entry.model_id}"
+    if isinstance(entry, ThinkingLevelChangeEntry):
+        return entry.thinking_level
+    if isinstance(entry, ActiveToolsChangeEntry):
+        return ", ".join(entry.active_tool_names) or "(none)"
+    if isinstance(entry, CompactionEntry):
+        kept = entry.first_kept_entry_id or "—"
+        tail = ", retained tail" if entry.retained_tail is not None else ""
+        return (
+            f"{entry.tokens_before:,} tokens summarised, kept from {kept}{tail}: "
+            f"{one_line(entry.summary)}"
+        )
+    if isinstance(entry, BranchSummaryEntry):
+        return one_line(entry.summary)
+    if isinstance(entry, CustomEntry):
+        return entry.custom_type
+    if isinstance(entry, CustomMessageEntry):
+        return f"{entry.custom_type}: {one_line(blocks_text(entry.content))}"
+    if isinstance(entry, LabelEntry):
+        return (
+            f"{entry.label!r} → {entry.target_id}"
+            if entry.label
+            else f"cleared → {entry.target_id}"
+        )
+    if isinstance(entry, SessionInfoEntry):
+        return entry.name or "(cleared)"
+    if isinstance(entry, LeafEntry):
+        return f"→ {entry.target_id or '(before the first entry)'}"
+    if isinstance(entry, UnknownEntry):
+        return "(unknown entry type)"
+    return ""

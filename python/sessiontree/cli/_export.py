@@ -1,0 +1,163 @@
+"""``sessiontree export``: a session as a self-contained HTML page, a branch as Markdown,
+or a branch as a JSONL session file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from .. import (
+    JsonlSessionStorage,
+    LabelEntry,
+    SessionError,
+    SessionHeader,
+    SessionInfoEntry,
+    get_entries_to_fork,
+)
+from .._util import now_iso
+from ._copy import write_session
+from ._markdown import render
+from ._output import open_output
+from ._target import Options, open_readonly, resolve
+
+SCHEMA = "export"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", nargs="?", metavar="SESSION")
+    fmt = p.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--html", action="store_true", help="the whole session as one HTML page")
+    fmt.add_argument("--markdown", "--md", action="store_true", help="a branch as Markdown")
+    fmt.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="a branch as a new JSONL session (what `fork --at` copies)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: stdout)")
+    p.add_argument(
+        "--leaf", metavar="ID", help="the branch ending at ID (default: the session's leaf)"
+    )
+
+
+def run(args: argparse.Namespace, opts: Options) -> int:
+    path = resolve(opts, args.session)
+    if args.jsonl and not args.output:
+        raise SessionError("invalid_argument", "--jsonl needs --output FILE (a new session file)")
+    if args.html and not args.output and sys.stdout.isatty():
+        raise SessionError(
+            "invalid_argument", "--html writes a page: give --output FILE or redirect stdout"
+        )
+    with open_readonly(opts, path, color=opts.color != "never") as storage:
+        leaf = args.leaf if args.leaf is not None else storage.get_leaf_id()
+        if args.leaf is not None and storage.get_entry(args.leaf) is None:
+            raise SessionError("not_found", f"entry {args.leaf!r} not found")
+        if args.html:
+            doc = _html(storage, args.output)
+        elif args.markdown:
+            doc = _markdown(storage, leaf, args.output)
+        else:
+            doc = _jsonl(storage, leaf, args.output)
+    doc = {
+        "source": path,
+        "format": "html" if args.html else "markdown" if args.markdown else "jsonl",
+        **doc,
+    }
+    if args.json:
+        with open_output(
+            color_mode="never", pager=False, stream=sys.stderr if not args.output else None
+        ) as out:
+            out.json(doc)
+    elif args.output:
+        sys.stderr.write(
+            f"wrote {doc['output']} ({doc['bytes']:,} bytes, {doc['entries']:,} entries)\n"
+        )
+    return 0
+
+
+def _html(storage: JsonlSessionStorage, output: str | None) -> dict[str, Any]:
+    from ._html import write_html
+
+    if output is None:
+        stats = write_html(storage, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return {"output": None, **stats}
+    tmp = output + ".tmp"
+    with open(tmp, "wb") as f:
+        stats = write_html(storage, f)
+    os.replace(tmp, output)
+    return {"output": os.path.abspath(output), **stats}
+
+
+def _markdown(storage: JsonlSessionStorage, leaf: str | None, output: str | None) -> dict[str, Any]:
+    entries = storage.get_path_to_root(leaf) if leaf is not None else []
+    chunks = render(
+        storage.get_metadata(), storage.get_session_name(), entries, storage.get_labels(), leaf
+    )
+    written = 0
+    if output is None:
+        for c in chunks:
+            sys.stdout.write(c)
+            written += len(c.encode("utf-8"))
+        sys.stdout.flush()
+        return {"output": None, "entries": len(entries), "bytes": written}
+    tmp = output + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for c in chunks:
+            f.write(c)
+            written += len(c.encode("utf-8"))
+    os.replace(tmp, output)
+    return {"output": os.path.abspath(output), "entries": len(entries), "bytes": written}
+
+
+def _jsonl(storage: JsonlSessionStorage, leaf: str | None, output: str) -> dict[str, Any]:
+    """The branch ending at ``leaf`` as ``fork --at`` copies it (cut at the nearest
+    compaction), followed by ``label``/``session_info`` entries where the copy would
+    otherwise not show the source's labels and name; its leaf is the branch's last entry."""
+    entries = [] if leaf is None else get_entries_to_fork(storage, leaf, position="at")
+    header = storage.get_metadata()
+    new_header = SessionHeader.generate(
+        cwd=header.cwd, parent_session=header.id, metadata=header.metadata
+    )
+    copied = {e.id for e in entries}
+    shown: dict[str, str | None] = {}
+    name: str | None = None
+    for e in entries:
+        if isinstance(e, LabelEntry):
+            shown[e.target_id] = e.label
+        elif isinstance(e, SessionInfoEntry):
+            name = e.name
+    labels = {t: v for t, v in storage.get_labels().items() if t in copied and shown.get(t) != v}
+    source_name = storage.get_session_name()
+    last = entries[-1].id if entries else None
+
+    def reconcile(dest: JsonlSessionStorage) -> None:
+        for target, label in labels.items():
+            dest.append_entry(
+                LabelEntry(
+                    id=dest.create_entry_id(),
+                    parent_id=dest.get_leaf_id(),
+                    timestamp=now_iso(),
+                    target_id=target,
+                    label=label,
+                )
+            )
+        if source_name != name:
+            dest.append_entry(
+                SessionInfoEntry(
+                    id=dest.create_entry_id(),
+                    parent_id=dest.get_leaf_id(),
+                    timestamp=now_iso(),
+                    name=source_name,
+                )
+            )
+
+    n = write_session(output, new_header, entries, leaf_id=last, after=reconcile)
+    return {
+        "output": os.path.abspath(output),
+        "entries": n,
+        "bytes": os.stat(output).st_size,
+        "session_id": new_header.id,
+        "leaf_id": last,
+    }

@@ -1,0 +1,232 @@
+"""Where the command's output goes and how it looks: colour, width, the pager, JSON.
+
+Conventions (docs/cli.md): colour only when stdout is a terminal and ``NO_COLOR`` is unset
+(``--color always|never`` overrides both); a pager (``$SESSIONTREE_PAGER``, ``$PAGER`` or
+``less -FRX``) only when stdout is a terminal, never with ``--json`` or ``--no-pager``.
+Lines are written as they are made, so a pager shows the first screen of a long output
+before the rest exists.
+
+Styling is plain ANSI SGR written here rather than through rich: ``tree --all`` of a
+million-entry session prints a million lines, and a formatted string per line is what
+keeps that a matter of seconds. rich draws the progress bar and Markdown (``show`` on a
+terminal).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Final
+
+# SGR parameters by style name; styles combine with spaces ("bold cyan").
+_SGR: Final[dict[str, str]] = {
+    "bold": "1",
+    "dim": "2",
+    "italic": "3",
+    "underline": "4",
+    "reverse": "7",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+    "grey": "90",
+}
+
+ROLE_STYLES: Final[dict[str, str]] = {
+    "user": "bold cyan",
+    "assistant": "bold green",
+    "tool_result": "yellow",
+    "custom": "magenta",
+    "compaction_summary": "bold blue",
+    "branch_summary": "bold blue",
+}
+
+
+def no_color_requested() -> bool:
+    """``NO_COLOR`` set to anything but the empty string (https://no-color.org)."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes: wide (CJK) characters count 2, combining marks 0."""
+    if text.isascii():
+        return len(text)
+    n = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
+def fit(text: str, cells: int) -> str:
+    """``text`` cut to at most ``cells`` terminal cells, ending in ``…`` when cut."""
+    if cells <= 0:
+        return ""
+    if text.isascii():
+        return text if len(text) <= cells else text[: cells - 1] + "…"
+    if cell_width(text) <= cells:
+        return text
+    out: list[str] = []
+    used = 0
+    for ch in text:
+        w = (
+            0
+            if unicodedata.combining(ch)
+            else (2 if unicodedata.east_asian_width(ch) in "WF" else 1)
+        )
+        if used + w > cells - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+_CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with terminal controls (ESC, the C0 set but tab and newline, DEL, C1) made
+    visible as ``\\x..``: session content must never drive the terminal."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space and the
+    terminal controls dropped, so a message cannot move the cursor."""
+    return " ".join(_CONTROLS.sub("", text).split())
+
+
+class Output:
+    """The command's standard output.
+
+    Attributes:
+        color: whether ANSI styles are written.
+        terminal: whether stdout is a terminal (pager, Markdown rendering, widths).
+        width: the width lines are cut to (terminal columns, else ``$COLUMNS`` or 120).
+    """
+
+    def __init__(self, stream: IO[str], *, color: bool, terminal: bool, width: int) -> None:
+        self.stream = stream
+        self.color = color
+        self.terminal = terminal
+        self.width = max(width, 20)
+
+    def paint(self, text: str, style: str | None) -> str:
+        """``text`` in ``style`` (names from ``_SGR`` joined by spaces) when colour is on."""
+        if not self.color or not style or not text:
+            return text
+        codes = ";".join(_SGR[s] for s in style.split())
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def line(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+
+    def json(self, doc: Any) -> None:
+        """One JSON document, pretty-printed, UTF-8 (non-ASCII kept)."""
+        json.dump(doc, self.stream, ensure_ascii=False, indent=2)
+        self.stream.write("\n")
+
+    def json_line(self, doc: Any) -> None:
+        """One JSON document on one line (for streamed lists)."""
+        self.stream.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _want_color(mode: str, stream: IO[str]) -> bool:
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if no_color_requested() or os.environ.get("TERM") == "dumb":
+        return False
+    return _isatty(stream)
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _pager_command() -> list[str] | None:
+    for var in ("SESSIONTREE_PAGER", "PAGER"):
+        value = os.environ.get(var)
+        if value is not None:
+            value = value.strip()
+            # An empty pager, or cat, means "no pager" (as git does).
+            if not value or value == "cat":
+                return None
+            return shlex.split(value)
+    less = shutil.which("less")
+    return [less] if less else None
+
+
+@contextmanager
+def open_output(
+    *, color_mode: str = "auto", pager: bool = True, stream: IO[str] | None = None
+) -> Iterator[Output]:
+    """The output of one command run, through a pager when that applies.
+
+    Args:
+        color_mode: ``auto``, ``always`` or ``never``.
+        pager: allow a pager (it is used only when stdout is a terminal).
+        stream: where to write (stdout by default).
+    """
+    out_stream = stream if stream is not None else sys.stdout
+    terminal = _isatty(out_stream)
+    color = _want_color(color_mode, out_stream)
+    if terminal:
+        width = shutil.get_terminal_size((100, 24)).columns
+    else:
+        try:
+            width = int(os.environ.get("COLUMNS", ""))
+        except ValueError:
+            width = 120
+    command = _pager_command() if (pager and terminal) else None
+    if command is None:
+        yield Output(out_stream, color=color, terminal=terminal, width=width)
+        out_stream.flush()
+        return
+    env = dict(os.environ)
+    # F: quit when it fits one screen; R: pass colours through; X: leave the screen as is.
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        yield Output(out_stream, color=color, terminal=terminal, width=width)
+        out_stream.flush()
+        return
+    assert proc.stdin is not None
+    pipe = io.TextIOWrapper(proc.stdin, encoding="utf-8", errors="replace", line_buffering=False)
+    try:
+        yield Output(pipe, color=color, terminal=terminal, width=width)
+        pipe.flush()
+    except BrokenPipeError:
+        pass  # the reader quit the pager: not an error
+    finally:
+        try:
+            pipe.close()
+        except BrokenPipeError:
+            pass
+        while True:
+            try:
+                proc.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # less handles ^C itself; wait for it to exit

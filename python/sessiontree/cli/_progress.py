@@ -1,0 +1,132 @@
+"""A progress bar on stderr while a large session file is opened.
+
+``JsonlSessionStorage.open`` is one call into the engine, which releases the GIL while it
+scans, so a thread can draw the bar meanwhile. The engine reads the file sequentially
+through one descriptor; on Linux ``/proc/self/fdinfo`` tells how far that descriptor has
+read, which is the bar's position. Elsewhere (or if the descriptor is not found) the bar
+pulses without a position.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final, TypeVar
+
+T = TypeVar("T")
+
+PROGRESS_BYTES: Final = 50_000_000
+"""Files at least this big get a progress bar (when stderr is a terminal)."""
+
+_POLL_S: Final = 0.1
+
+
+def _fd_reading(path: str) -> int | None:
+    """The descriptor of this process open on ``path``, if /proc shows one."""
+    try:
+        real = os.path.realpath(path)
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{name}") == real:
+                    return int(name)
+            except OSError:
+                continue
+    except OSError:
+        return None
+    return None
+
+
+def _position(fd: int) -> int | None:
+    try:
+        with open(f"/proc/self/fdinfo/{fd}") as f:
+            for line in f:
+                if line.startswith("pos:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def want_progress(mode: str, size: int) -> bool:
+    """Whether to draw: ``always``, ``never``, or ``auto`` (stderr a terminal and the file
+    at least :data:`PROGRESS_BYTES`)."""
+    if mode == "never":
+        return False
+    if mode == "always":
+        return True
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty and size >= PROGRESS_BYTES
+
+
+@contextmanager
+def _bar(label: str, total: int, color: bool) -> Iterator[Callable[[int | None], None]]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(
+        file=sys.stderr,
+        force_terminal=True,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
+    )
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        auto_refresh=False,
+    )
+    task = progress.add_task(label, total=total)
+    progress.start()
+    progress.refresh()
+
+    def update(done: int | None) -> None:
+        if done is None:
+            progress.update(task, total=None)
+        else:
+            progress.update(task, completed=min(done, total))
+        progress.refresh()
+
+    try:
+        yield update
+    finally:
+        progress.update(task, completed=total)
+        progress.refresh()
+        progress.stop()
+
+
+def with_progress(path: str, size: int, color: bool, load: Callable[[], T]) -> T:
+    """Runs ``load()`` (which opens ``path``) with a bar on stderr until it returns."""
+    label = f"Reading {os.path.basename(path)}"
+    done = threading.Event()
+    with _bar(label, size, color) as update:
+
+        def watch() -> None:
+            fd: int | None = None
+            while not done.wait(_POLL_S):
+                if fd is None:
+                    fd = _fd_reading(path)
+                update(None if fd is None else _position(fd))
+
+        thread = threading.Thread(target=watch, name="sessiontree-progress", daemon=True)
+        thread.start()
+        try:
+            return load()
+        finally:
+            done.set()
+            thread.join()

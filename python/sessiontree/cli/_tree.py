@@ -1,0 +1,440 @@
+"""``sessiontree tree``: a session's tree of entries, drawn with box-drawing characters.
+
+Layout: a chain of entries each with one child is drawn in one column; a branch point's
+children are drawn below it with ``├─``/``└─`` and their chains indented. The path from
+the root to the leaf is drawn with heavy lines (``┣━``, ``┃``), the leaf is marked, and
+inside a chain only the *anchors* are always shown — the chain's first and last entries,
+labelled entries, compactions, branch summaries, the leaf, ``--around``'s neighbourhood —
+while longer runs between them collapse into ``… 1,204 entries …`` (``--all`` shows them).
+
+Speed: the drawing starts from :meth:`SessionStorage.get_parent_positions` (the shape of
+the tree, one int per entry, no entry built) and builds only the entries it prints, chain
+by chain, so the first screen of a million-entry session is written while the rest is
+still being walked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from .. import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    JsonlSessionStorage,
+    SessionError,
+    SessionTreeEntry,
+)
+from ._describe import KIND_STYLES, entry_text, kind_of
+from ._output import Output, cell_width, fit, open_output
+from ._target import Options, open_readonly, resolve
+
+SCHEMA = "tree"
+
+# A run of more than COLLAPSE plain entries between two anchors is cut to its first and
+# last KEEP entries around one "… N entries …" line.
+COLLAPSE: Final = 6
+KEEP: Final = 2
+# Entries are built and written in batches of this many rows.
+BATCH: Final = 512
+KIND_WIDTH: Final = 11
+# Shorter names for the kind column (``--json`` keeps the full ones).
+SHORT_KINDS: Final = {
+    "branch_summary": "summary",
+    "custom_message": "custom_msg",
+    "compaction_summary": "compaction",
+}
+ID_WIDTH: Final = 16
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", nargs="?", metavar="SESSION")
+    p.add_argument(
+        "--depth", type=int, metavar="N", help="draw at most N levels of branches below the root"
+    )
+    p.add_argument("--around", metavar="ID", help="only the branch through ID and what follows it")
+    p.add_argument(
+        "-C",
+        "--context",
+        type=int,
+        default=5,
+        metavar="N",
+        help="with --around: entries shown on each side of ID (default 5)",
+    )
+    p.add_argument("--all", action="store_true", help="collapse nothing")
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One output line: an entry (``pos`` >= 0) or a collapsed run/branches (``count``)."""
+
+    prefix: str
+    pos: int = -1
+    count: int = 0
+    branches: int = 0
+    depth: int = 0
+
+
+class _Shape:
+    """The tree's shape from parent positions, with the marks drawing needs."""
+
+    def __init__(self, storage: JsonlSessionStorage) -> None:
+        self.par = par = storage.get_parent_positions()
+        self.n = n = len(par)
+        self.count: Counter[int] = Counter(par)
+        leaf_id = storage.get_leaf_id()
+        self.leaf = -1
+        if leaf_id is not None:
+            found = storage.get_positions([leaf_id])[0]
+            self.leaf = -1 if found is None else found
+        self.on_path = bytearray(n)
+        x = self.leaf
+        while x >= 0:
+            self.on_path[x] = 1
+            x = par[x]
+        self.labels = storage.get_labels()
+        marked: set[int] = set()
+        ids = list(self.labels)
+        for kind in ("compaction", "branch_summary"):
+            ids.extend(e.id for e in storage.find_entries(kind))
+        marked.update(p for p in storage.get_positions(ids) if p is not None)
+        if self.leaf >= 0:
+            marked.add(self.leaf)
+        self.marked = marked
+        self._sizes: list[int] | None = None
+
+    def children(self, x: int) -> Iterator[int]:
+        """The children of position ``x`` (``-1``: the roots), in file order."""
+        left = self.count.get(x, 0)
+        par = self.par
+        start = x + 1
+        while left:
+            start = par.index(x, start)
+            yield start
+            start += 1
+            left -= 1
+
+    def only_child(self, x: int) -> int:
+        nxt = x + 1
+        if nxt < self.n and self.par[nxt] == x:  # the common case: appended right after
+            return nxt
+        return self.par.index(x, nxt)
+
+    def sizes(self) -> list[int]:
+        """Subtree sizes (entries in each subtree, itself included)."""
+        if self._sizes is None:
+            par = self.par
+            size = [1] * self.n
+            for i in range(self.n - 1, -1, -1):
+                p = par[i]
+                if p >= 0:
+                    size[p] += size[i]
+            self._sizes = size
+        return self._sizes
+
+    def leaves_under(self, x: int) -> int:
+        # Branch count shown in summaries: leaves below x, walked without recursion.
+        stack = [x]
+        leaves = 0
+        while stack:
+            y = stack.pop()
+            kids = list(self.children(y))
+            if not kids:
+                leaves += 1
+            stack.extend(kids)
+        return leaves
+
+
+class _Layout:
+    """Turns the shape into rows, chain by chain (a generator: the first rows come out
+    before the rest of the tree is walked)."""
+
+    def __init__(
+        self,
+        shape: _Shape,
+        *,
+        collapse: bool,
+        depth: int | None,
+        around: int | None,
+        context: int,
+    ) -> None:
+        self.shape = shape
+        self.collapse = collapse
+        self.depth = depth
+        self.around = around
+        self.keep: set[int] = set()
+        self.path_to_around = bytearray(0)
+        if around is not None:
+            self._mark_around(around, context)
+
+    def _mark_around(self, target: int, context: int) -> None:
+        shape = self.shape
+        self.path_to_around = bytearray(shape.n)
+        x = target
+        steps = 0
+        while x >= 0:
+            self.path_to_around[x] = 1
+            if steps <= context:
+                self.keep.add(x)
+            x = shape.par[x]
+            steps += 1
+        frontier = [target]
+        for _ in range(context):
+            frontier = [c for y in frontier for c in shape.children(y)]
+            self.keep.update(frontier)
+        self.keep.add(target)
+
+    def rows(self) -> Iterator[list[_Row]]:
+        shape = self.shape
+        # (start position or -1 - size for a summary, first-line prefix, later-lines
+        # prefix, depth or branch count for a summary, inside --around's subtree)
+        stack: list[tuple[int, str, str, int, bool]] = []
+        self._push_children(stack, -1, "", 0, inside=self.around is None, top=True)
+        while stack:
+            start, first, rest, depth, inside = stack.pop()
+            if start < 0:  # branches not drawn
+                yield [_Row(first, count=-start - 1, branches=depth)]
+                continue
+            chain = [start]
+            x = start
+            while shape.count.get(x, 0) == 1:
+                x = shape.only_child(x)
+                chain.append(x)
+            yield from self._chain_rows(chain, first, rest, depth)
+            end = chain[-1]
+            if shape.count.get(end, 0) > 1:
+                inside = inside or (self.around is not None and self.around in chain)
+                self._push_children(stack, end, rest, depth + 1, inside=inside, top=False)
+
+    def _push_children(
+        self,
+        stack: list[tuple[int, str, str, int, bool]],
+        x: int,
+        rest: str,
+        depth: int,
+        *,
+        inside: bool,
+        top: bool,
+    ) -> None:
+        shape = self.shape
+        kids = list(shape.children(x))
+        if not kids:
+            return
+        if inside:
+            on, off = kids, []
+        else:  # above --around's target: only the child on the path to it
+            on = [k for k in kids if self.path_to_around[k]]
+            off = [k for k in kids if not self.path_to_around[k]]
+        if self.depth is not None and depth > self.depth and inside:
+            on, off = [], kids
+        # (position, or -1 - entries for the summary of `off`; branch count for it)
+        shown: list[tuple[int, int]] = [(k, depth) for k in on]
+        if off:
+            size = sum(shape.sizes()[k] for k in off)
+            shown.append((-size - 1, sum(shape.leaves_under(k) for k in off)))
+        if top and len(shown) == 1:
+            k, d = shown[0]
+            stack.append((k, "", "", d, inside))
+            return
+        active = next((i for i, (k, _) in enumerate(shown) if k >= 0 and shape.on_path[k]), -1)
+        items: list[tuple[int, str, str, int, bool]] = []
+        last_i = len(shown) - 1
+        for i, (k, d) in enumerate(shown):
+            last = i == last_i
+            if active >= 0 and i < active:
+                conn, cont = "┠─ ", "┃  "
+            elif i == active:
+                conn, cont = ("┗━ " if last else "┣━ "), ("   " if last else "│  ")
+            else:
+                conn, cont = ("└─ " if last else "├─ "), ("   " if last else "│  ")
+            items.append((k, rest + conn, rest + cont, d, inside))
+        stack.extend(reversed(items))
+
+    def _chain_rows(
+        self, chain: list[int], first: str, rest: str, depth: int
+    ) -> Iterator[list[_Row]]:
+        shape = self.shape
+        anchors = [0]
+        if self.collapse:
+            marked, keep = shape.marked, self.keep
+            for i in range(1, len(chain) - 1):
+                p = chain[i]
+                if p in marked or p in keep:
+                    anchors.append(i)
+        else:
+            anchors = list(range(len(chain)))
+        if len(chain) > 1:
+            anchors.append(len(chain) - 1)
+        batch: list[_Row] = []
+
+        def entry(i: int) -> _Row:
+            return _Row(first if i == 0 else rest, pos=chain[i], depth=depth)
+
+        prev = -1
+        for a in anchors:
+            gap = a - prev - 1
+            if gap > COLLAPSE:
+                batch.extend(entry(i) for i in range(prev + 1, prev + 1 + KEEP))
+                batch.append(_Row(rest, count=gap - 2 * KEEP, depth=depth))
+                batch.extend(entry(i) for i in range(a - KEEP, a))
+            else:
+                batch.extend(entry(i) for i in range(prev + 1, a))
+            batch.append(entry(a))
+            prev = a
+            if len(batch) >= BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def _around_position(storage: JsonlSessionStorage, entry_id: str) -> int:
+    pos = storage.get_positions([entry_id])[0]
+    if pos is None:
+        raise SessionError("not_found", f"entry {entry_id!r} not found")
+    return pos
+
+
+def run(args: argparse.Namespace, opts: Options) -> int:
+    path = resolve(opts, args.session)
+    color_mode = "never" if args.json else opts.color
+    with open_readonly(opts, path, color=color_mode != "never") as storage:
+        shape = _Shape(storage)
+        around = None if args.around is None else _around_position(storage, args.around)
+        if args.depth is not None and args.depth < 0:
+            raise SessionError("invalid_argument", "--depth must not be negative")
+        layout = _Layout(
+            shape,
+            collapse=not args.all and not args.json,
+            depth=args.depth,
+            around=around,
+            context=max(0, args.context),
+        )
+        if args.json:
+            with open_output(color_mode="never", pager=False) as out:
+                _write_json(out, storage, path, shape, layout)
+            return 0
+        with open_output(color_mode=opts.color, pager=opts.pager) as out:
+            _write_text(out, storage, shape, layout, around)
+    return 0
+
+
+def _header(storage: JsonlSessionStorage) -> tuple[str, str | None]:
+    return storage.get_metadata().id, storage.get_session_name()
+
+
+def _write_text(
+    out: Output, storage: JsonlSessionStorage, shape: _Shape, layout: _Layout, around: int | None
+) -> None:
+    sid, name = _header(storage)
+    leaf_id = None if shape.leaf < 0 else storage.get_entries_at([shape.leaf])[0].id
+    title = f"{name} · " if name else ""
+    out.line(
+        out.paint(
+            fit(f"{title}session {sid} · {shape.n:,} entries · leaf {leaf_id or '—'}", out.width),
+            "bold",
+        )
+    )
+    if shape.n == 0:
+        out.line(out.paint("(no entries)", "dim"))
+        return
+    for batch in layout.rows():
+        entries = storage.get_entries_at([r.pos for r in batch if r.pos >= 0])
+        it = iter(entries)
+        for row in batch:
+            if row.pos < 0:
+                out.line(_summary_line(out, row))
+            else:
+                out.line(_entry_line(out, shape, row, next(it), around))
+
+
+def _summary_line(out: Output, row: _Row) -> str:
+    if row.branches:
+        s = "es" if row.branches != 1 else ""
+        text = f"… {row.count:,} entries in {row.branches:,} branch{s} …"
+    else:
+        text = f"… {row.count:,} entr{'ies' if row.count != 1 else 'y'} …"
+    return out.paint(row.prefix, "grey") + out.paint(
+        fit(text, out.width - cell_width(row.prefix)), "dim"
+    )
+
+
+def _entry_line(
+    out: Output, shape: _Shape, row: _Row, entry: SessionTreeEntry, around: int | None
+) -> str:
+    on_path = bool(shape.on_path[row.pos])
+    kind = kind_of(entry)
+    shown_kind = SHORT_KINDS.get(kind, kind)
+    eid = entry.id if len(entry.id) <= ID_WIDTH else entry.id[: ID_WIDTH - 1] + "…"
+    suffix = ""
+    label = shape.labels.get(entry.id)
+    if label:
+        suffix += "  " + out.paint(f"[{label}]", "bold yellow")
+    if row.pos == shape.leaf:
+        suffix += "  " + out.paint("◀ leaf", "bold reverse")
+    if around is not None and row.pos == around:
+        suffix += "  " + out.paint("◀ here", "bold underline")
+    plain_suffix = 0
+    if label:
+        plain_suffix += 4 + cell_width(label)
+    if row.pos == shape.leaf:
+        plain_suffix += 8
+    if around is not None and row.pos == around:
+        plain_suffix += 8
+    room = out.width - cell_width(row.prefix) - len(eid) - KIND_WIDTH - 2 - plain_suffix
+    text = fit(entry_text(entry), room)
+    kind_style = KIND_STYLES.get(kind)
+    if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
+        kind_style = "bold " + (kind_style or "")
+    body_style = None if on_path else "dim"
+    return (
+        out.paint(row.prefix, "bold" if on_path else "grey")
+        + out.paint(eid, "grey")
+        + " "
+        + out.paint(shown_kind.ljust(KIND_WIDTH), kind_style.strip() if kind_style else None)
+        + " "
+        + out.paint(text, body_style)
+        + suffix
+    )
+
+
+def _write_json(
+    out: Output, storage: JsonlSessionStorage, path: str, shape: _Shape, layout: _Layout
+) -> None:
+    sid, name = _header(storage)
+    leaf_id = None if shape.leaf < 0 else storage.get_entries_at([shape.leaf])[0].id
+    head = {
+        "session": {"id": sid, "path": path, "name": name},
+        "entry_count": shape.n,
+        "leaf_id": leaf_id,
+    }
+    text = json.dumps(head, ensure_ascii=False, indent=2)
+    out.write(text[:-2] + ',\n  "nodes": [')
+    first = True
+    for batch in layout.rows():
+        entries = storage.get_entries_at([r.pos for r in batch if r.pos >= 0])
+        it = iter(entries)
+        for row in batch:
+            if row.pos < 0:
+                continue
+            entry = next(it)
+            node = {
+                "id": entry.id,
+                "parent_id": entry.parent_id,
+                "type": entry.type,
+                "kind": kind_of(entry),
+                "depth": row.depth,
+                "children": shape.count.get(row.pos, 0),
+                "label": shape.labels.get(entry.id),
+                "on_leaf_path": bool(shape.on_path[row.pos]),
+                "is_leaf": row.pos == shape.leaf,
+                "timestamp": entry.timestamp,
+                "text": entry_text(entry),
+            }
+            out.write(("\n    " if first else ",\n    ") + json.dumps(node, ensure_ascii=False))
+            first = False
+    out.write("\n  ]\n}\n" if not first else "]\n}\n")
