@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any, Final
@@ -34,7 +35,7 @@ from .. import (
     UnknownMessage,
     UserMessage,
 )
-from ._output import one_line
+from ._output import one_line as _one_line
 
 # What `tree` shows in the kind column, per entry type (messages show their role).
 KIND_NAMES: Final[dict[str, str]] = {
@@ -126,8 +127,15 @@ def search_text(message: AgentMessage) -> str:
     return text
 
 
-def entry_text(entry: SessionTreeEntry) -> str:
-    """One line saying what ``entry`` is about (without its kind)."""
+def _line(text: str, limit: int) -> str:
+    # Cut before cleaning: a tool result of megabytes becomes a line of ``limit``.
+    return _one_line(text[: limit + 64])[:limit]
+
+
+def entry_text(entry: SessionTreeEntry, limit: int = 1000) -> str:
+    """One line saying what ``entry`` is about (without its kind), at most about
+    ``limit`` characters."""
+    one_line = functools.partial(_line, limit=limit)
     if isinstance(entry, MessageEntry):
         m = entry.message
         text = one_line(message_text(m))

@@ -39,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--leaf", metavar="ID", help="the branch ending at ID (default: the session's leaf)"
     )
+    p.add_argument(
+        "--compress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="with --html: deflate the entries in the page (auto: sessions of 4 MB or more)",
+    )
 
 
 def run(args: argparse.Namespace, opts: Options) -> int:
@@ -54,7 +60,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         if args.leaf is not None and storage.get_entry(args.leaf) is None:
             raise SessionError("not_found", f"entry {args.leaf!r} not found")
         if args.html:
-            doc = _html(storage, args.output)
+            doc = _html(storage, args.output, args.compress)
         elif args.markdown:
             doc = _markdown(storage, leaf, args.output)
         else:
@@ -76,16 +82,16 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     return 0
 
 
-def _html(storage: JsonlSessionStorage, output: str | None) -> dict[str, Any]:
+def _html(storage: JsonlSessionStorage, output: str | None, compress: str) -> dict[str, Any]:
     from ._html import write_html
 
     if output is None:
-        stats = write_html(storage, sys.stdout.buffer)
+        stats = write_html(storage, sys.stdout.buffer, compress=compress)
         sys.stdout.buffer.flush()
         return {"output": None, **stats}
     tmp = output + ".tmp"
     with open(tmp, "wb") as f:
-        stats = write_html(storage, f)
+        stats = write_html(storage, f, compress=compress)
     os.replace(tmp, output)
     return {"output": os.path.abspath(output), **stats}
 

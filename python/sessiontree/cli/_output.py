@@ -58,9 +58,20 @@ def no_color_requested() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+# Characters that do not take exactly one cell: wide East Asian ones (and emoji), and
+# combining marks. Looking for them with one regex keeps the common case at C speed.
+_NOT_ONE_CELL: Final = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f"
+    "\u0900-\u0903\u093a-\u094f\u1100-\u115f\u1ab0-\u1aff\u1dc0-\u1dff"
+    "\u200b-\u200f\u20d0-\u20ff\u2e80-\u303e\u3041-\ua4cf\uac00-\ud7a3"
+    "\uf900-\ufaff\ufe00-\ufe0f\ufe20-\ufe6f\uff00-\uff60\uffe0-\uffe6"
+    "\U0001f000-\U0001faff\U00020000-\U0003fffd]"
+)
+
+
 def cell_width(text: str) -> int:
     """Terminal cells ``text`` takes: wide (CJK) characters count 2, combining marks 0."""
-    if text.isascii():
+    if text.isascii() or _NOT_ONE_CELL.search(text) is None:
         return len(text)
     n = 0
     for ch in text:
@@ -74,23 +85,22 @@ def fit(text: str, cells: int) -> str:
     """``text`` cut to at most ``cells`` terminal cells, ending in ``…`` when cut."""
     if cells <= 0:
         return ""
-    if text.isascii():
-        return text if len(text) <= cells else text[: cells - 1] + "…"
-    if cell_width(text) <= cells:
+    # No character takes more than two cells, and combining marks are rare: looking at
+    # the first 2 * cells characters is enough, however long the text.
+    head = text[: 2 * cells + 2]
+    if head.isascii() or _NOT_ONE_CELL.search(head) is None:
+        return text if len(text) <= cells else head[: cells - 1] + "…"
+    if len(head) == len(text) and cell_width(head) <= cells:
         return text
     out: list[str] = []
     used = 0
-    for ch in text:
-        w = (
-            0
-            if unicodedata.combining(ch)
-            else (2 if unicodedata.east_asian_width(ch) in "WF" else 1)
-        )
+    for ch in head:
+        w = 0 if unicodedata.combining(ch) else (2 if unicodedata.east_asian_width(ch) in "WF" else 1)
         if used + w > cells - 1:
-            break
+            return "".join(out) + "…"
         out.append(ch)
         used += w
-    return "".join(out) + "…"
+    return "".join(out)
 
 
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -16,8 +16,10 @@ still being walked.
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
-from collections import Counter
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -79,50 +81,88 @@ class _Row:
     depth: int = 0
 
 
+class _Path:
+    """The positions from the root down to one entry, as a few intervals.
+
+    Most entries are appended right after their parent (parent position = own - 1); a
+    path runs down such a stretch in one interval and jumps only at the *irregular*
+    entries, so a million-entry path is a few dozen intervals, found by bisection.
+    """
+
+    def __init__(self, shape: _Shape, end: int) -> None:
+        los: list[int] = []
+        his: list[int] = []
+        irregular = shape.irregular
+        x = end
+        while x >= 0:
+            k = bisect.bisect_right(irregular, x) - 1
+            # Everything after the last irregular entry up to x hangs in one line.
+            y = irregular[k] if k >= 0 else 0
+            los.append(y)
+            his.append(x)
+            x = shape.par[y]
+        los.reverse()
+        his.reverse()
+        self._los = los
+        self._his = his
+
+    def __contains__(self, pos: int) -> bool:
+        i = bisect.bisect_right(self._los, pos) - 1
+        return i >= 0 and pos <= self._his[i]
+
+
 class _Shape:
     """The tree's shape from parent positions, with the marks drawing needs."""
 
     def __init__(self, storage: JsonlSessionStorage) -> None:
         self.par = par = storage.get_parent_positions()
         self.n = n = len(par)
-        self.count: Counter[int] = Counter(par)
+        # Entries whose parent is not the entry just before them (C-speed scan): with
+        # them, every child list and path is known without a pass in Python.
+        self.irregular: list[int] = list(
+            itertools.compress(range(n), map(operator.ne, par, range(-1, n - 1)))
+        )
+        self.extra: dict[int, list[int]] = {}
+        for i in self.irregular:
+            self.extra.setdefault(par[i], []).append(i)
         leaf_id = storage.get_leaf_id()
         self.leaf = -1
         if leaf_id is not None:
             found = storage.get_positions([leaf_id])[0]
             self.leaf = -1 if found is None else found
-        self.on_path = bytearray(n)
-        x = self.leaf
-        while x >= 0:
-            self.on_path[x] = 1
-            x = par[x]
+        self.leaf_path = _Path(self, self.leaf)
         self.labels = storage.get_labels()
-        marked: set[int] = set()
         ids = list(self.labels)
         for kind in ("compaction", "branch_summary"):
             ids.extend(e.id for e in storage.find_entries(kind))
-        marked.update(p for p in storage.get_positions(ids) if p is not None)
+        marked = {p for p in storage.get_positions(ids) if p is not None}
         if self.leaf >= 0:
             marked.add(self.leaf)
         self.marked = marked
         self._sizes: list[int] | None = None
 
-    def children(self, x: int) -> Iterator[int]:
+    def on_path(self, pos: int) -> bool:
+        """Whether ``pos`` is on the path from the root to the leaf."""
+        return pos in self.leaf_path
+
+    def count(self, x: int) -> int:
+        """How many children position ``x`` has (``-1``: how many roots)."""
+        nxt = x + 1
+        regular = 1 if nxt < self.n and self.par[nxt] == x else 0
+        more = self.extra.get(x)
+        return regular + (len(more) if more else 0)
+
+    def children(self, x: int) -> list[int]:
         """The children of position ``x`` (``-1``: the roots), in file order."""
-        left = self.count.get(x, 0)
-        par = self.par
-        start = x + 1
-        while left:
-            start = par.index(x, start)
-            yield start
-            start += 1
-            left -= 1
+        nxt = x + 1
+        out = [nxt] if nxt < self.n and self.par[nxt] == x else []
+        more = self.extra.get(x)
+        if more:
+            out.extend(more)
+        return out
 
     def only_child(self, x: int) -> int:
-        nxt = x + 1
-        if nxt < self.n and self.par[nxt] == x:  # the common case: appended right after
-            return nxt
-        return self.par.index(x, nxt)
+        return self.children(x)[0]
 
     def sizes(self) -> list[int]:
         """Subtree sizes (entries in each subtree, itself included)."""
@@ -142,7 +182,7 @@ class _Shape:
         leaves = 0
         while stack:
             y = stack.pop()
-            kids = list(self.children(y))
+            kids = self.children(y)
             if not kids:
                 leaves += 1
             stack.extend(kids)
@@ -167,26 +207,22 @@ class _Layout:
         self.depth = depth
         self.around = around
         self.keep: set[int] = set()
-        self.path_to_around = bytearray(0)
+        self.path_to_around = _Path(shape, -1 if around is None else around)
         if around is not None:
             self._mark_around(around, context)
 
     def _mark_around(self, target: int, context: int) -> None:
         shape = self.shape
-        self.path_to_around = bytearray(shape.n)
         x = target
-        steps = 0
-        while x >= 0:
-            self.path_to_around[x] = 1
-            if steps <= context:
-                self.keep.add(x)
+        for _ in range(context + 1):
+            if x < 0:
+                break
+            self.keep.add(x)
             x = shape.par[x]
-            steps += 1
         frontier = [target]
         for _ in range(context):
             frontier = [c for y in frontier for c in shape.children(y)]
             self.keep.update(frontier)
-        self.keep.add(target)
 
     def rows(self) -> Iterator[list[_Row]]:
         shape = self.shape
@@ -201,14 +237,14 @@ class _Layout:
                 continue
             chain = [start]
             x = start
-            while shape.count.get(x, 0) == 1:
+            while shape.count(x) == 1:
                 x = shape.only_child(x)
                 chain.append(x)
             yield from self._chain_rows(chain, first, rest, depth)
             end = chain[-1]
-            if shape.count.get(end, 0) > 1:
+            if shape.count(end) > 1:
                 inside = inside or (self.around is not None and self.around in chain)
-                self._push_children(stack, end, rest, depth + 1, inside=inside, top=False)
+                self._push_children(stack, end, rest, depth, inside=inside, top=False)
 
     def _push_children(
         self,
@@ -220,55 +256,66 @@ class _Layout:
         inside: bool,
         top: bool,
     ) -> None:
+        """Pushes the children of branch point ``x`` (``-1``: the roots).
+
+        One child continues the chain in the same column — the *mainline*: the one on the
+        way to the leaf (or to ``--around``'s entry), else the newest. The others are side
+        branches drawn before it, one level in (``├─``), with the column's line running on
+        past them down to the mainline. So a session that branched a thousand times, each
+        time going back a few entries and carrying on, stays one column wide.
+        """
         shape = self.shape
-        kids = list(shape.children(x))
+        kids = shape.children(x)
         if not kids:
             return
         if inside:
             on, off = kids, []
-        else:  # above --around's target: only the child on the path to it
-            on = [k for k in kids if self.path_to_around[k]]
-            off = [k for k in kids if not self.path_to_around[k]]
-        if self.depth is not None and depth > self.depth and inside:
-            on, off = [], kids
-        # (position, or -1 - entries for the summary of `off`; branch count for it)
-        shown: list[tuple[int, int]] = [(k, depth) for k in on]
+        else:  # above --around's entry: only the child on the way to it
+            on = [k for k in kids if k in self.path_to_around]
+            off = [k for k in kids if k not in self.path_to_around]
+        main = next((k for k in on if shape.on_path(k)), None)
+        if not inside or main is None:
+            main = on[-1] if on else None
+        sides = [k for k in on if k != main]
+        if self.depth is not None and depth + 1 > self.depth:
+            sides, off = [], sorted(off + sides)
+        del top
+        # (position, or -1 - entries for the summary of `off`; depth or branch count)
+        order: list[tuple[int, int]] = [(k, depth + 1) for k in sides]
         if off:
             size = sum(shape.sizes()[k] for k in off)
-            shown.append((-size - 1, sum(shape.leaves_under(k) for k in off)))
-        if top and len(shown) == 1:
-            k, d = shown[0]
-            stack.append((k, "", "", d, inside))
-            return
-        active = next((i for i, (k, _) in enumerate(shown) if k >= 0 and shape.on_path[k]), -1)
+            order.append((-size - 1, sum(shape.leaves_under(k) for k in off)))
+        active = next((i for i, (k, _) in enumerate(order) if k >= 0 and shape.on_path(k)), -1)
+        if main is not None and shape.on_path(main):
+            active = len(order)
         items: list[tuple[int, str, str, int, bool]] = []
-        last_i = len(shown) - 1
-        for i, (k, d) in enumerate(shown):
-            last = i == last_i
-            if active >= 0 and i < active:
+        for i, (k, d) in enumerate(order):
+            if i < active:
                 conn, cont = "┠─ ", "┃  "
             elif i == active:
-                conn, cont = ("┗━ " if last else "┣━ "), ("   " if last else "│  ")
+                conn, cont = "┣━ ", "│  "
             else:
-                conn, cont = ("└─ " if last else "├─ "), ("   " if last else "│  ")
+                conn, cont = "├─ ", "│  "
+            if main is None and i == len(order) - 1:  # nothing below: close the column
+                conn = {"┣━ ": "┗━ ", "├─ ": "└─ ", "┠─ ": "┖─ "}[conn]
+                cont = "   "
             items.append((k, rest + conn, rest + cont, d, inside))
+        if main is not None:
+            items.append((main, rest, rest, depth, inside))
         stack.extend(reversed(items))
 
     def _chain_rows(
         self, chain: list[int], first: str, rest: str, depth: int
     ) -> Iterator[list[_Row]]:
         shape = self.shape
-        anchors = [0]
         if self.collapse:
             marked, keep = shape.marked, self.keep
-            for i in range(1, len(chain) - 1):
-                p = chain[i]
-                if p in marked or p in keep:
-                    anchors.append(i)
+            anchors = [0]
+            anchors.extend(i for i in range(1, len(chain) - 1) if chain[i] in marked or chain[i] in keep)
+            if len(chain) > 1:
+                anchors.append(len(chain) - 1)
         else:
             anchors = list(range(len(chain)))
-        if len(chain) > 1:
-            anchors.append(len(chain) - 1)
         batch: list[_Row] = []
 
         def entry(i: int) -> _Row:
@@ -366,7 +413,7 @@ def _summary_line(out: Output, row: _Row) -> str:
 def _entry_line(
     out: Output, shape: _Shape, row: _Row, entry: SessionTreeEntry, around: int | None
 ) -> str:
-    on_path = bool(shape.on_path[row.pos])
+    on_path = shape.on_path(row.pos)
     kind = kind_of(entry)
     shown_kind = SHORT_KINDS.get(kind, kind)
     eid = entry.id if len(entry.id) <= ID_WIDTH else entry.id[: ID_WIDTH - 1] + "…"
@@ -386,7 +433,7 @@ def _entry_line(
     if around is not None and row.pos == around:
         plain_suffix += 8
     room = out.width - cell_width(row.prefix) - len(eid) - KIND_WIDTH - 2 - plain_suffix
-    text = fit(entry_text(entry), room)
+    text = fit(entry_text(entry, max(room, 1)), room)
     kind_style = KIND_STYLES.get(kind)
     if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
         kind_style = "bold " + (kind_style or "")
@@ -428,9 +475,9 @@ def _write_json(
                 "type": entry.type,
                 "kind": kind_of(entry),
                 "depth": row.depth,
-                "children": shape.count.get(row.pos, 0),
+                "children": shape.count(row.pos),
                 "label": shape.labels.get(entry.id),
-                "on_leaf_path": bool(shape.on_path[row.pos]),
+                "on_leaf_path": shape.on_path(row.pos),
                 "is_leaf": row.pos == shape.leaf,
                 "timestamp": entry.timestamp,
                 "text": entry_text(entry),

@@ -17,7 +17,7 @@
   // ---------------------------------------------------------------- data
   const idx = JSON.parse($("st-index").textContent);
   const ids = idx.ids, parents = idx.parents, kinds = idx.kinds, KN = idx.kind_names;
-  const previews = idx.previews, labels = idx.labels, CHUNK = idx.chunk;
+  const labels = idx.labels, CHUNK = idx.chunk;
   const N = ids.length;
   const posOf = new Map();
   for (let i = 0; i < N; i++) if (!posOf.has(ids[i])) posOf.set(ids[i], i);
@@ -36,17 +36,100 @@
   const kids = (p) => { const k = p < 0 ? N : p; return childList.subarray(childStart[k], childStart[k + 1]); };
   const kindName = (pos) => KN[kinds[pos]];
 
-  // Entry data lives in chunks of CHUNK entries, parsed when first needed.
-  const chunkCache = new Map();
+  // Entry data lives in chunks of CHUNK entries: JSON, or deflated and base64-encoded for
+  // large sessions (a third of the bytes for the browser to read). A chunk is decoded when
+  // first needed (loadChunk, asynchronous) and kept in a bounded cache; entry() then
+  // reads it synchronously.
+  const chunkCache = new Map(), chunkLoads = new Map();
+  const NCHUNKS = Math.ceil(N / CHUNK);
+  const chunkOf = (pos) => Math.floor(pos / CHUNK);
+  function b64bytes(text) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
+    const bin = atob(text), out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  function loadChunk(c) {
+    if (chunkCache.has(c)) return Promise.resolve();
+    let p = chunkLoads.get(c);
+    if (p) return p;
+    const node = $("st-c" + c);
+    p = (async () => {
+      let text = node.textContent;
+      if (node.dataset.enc === "deflate") {
+        const stream = new Blob([b64bytes(text.trim())]).stream().pipeThrough(new DecompressionStream("deflate"));
+        text = await new Response(stream).text();
+      }
+      chunkCache.set(c, JSON.parse(text));
+      chunkLoads.delete(c);
+      if (chunkCache.size > 160) {
+        for (const k of chunkCache.keys()) { if (k !== c) { chunkCache.delete(k); break; } }
+      }
+    })();
+    chunkLoads.set(c, p);
+    return p;
+  }
+  function loaded(pos) { return chunkCache.has(chunkOf(pos)); }
+  function ensure(positions) {
+    const want = new Set();
+    for (const p of positions) if (p >= 0 && p < N) want.add(chunkOf(p));
+    return Promise.all([...want].map(loadChunk));
+  }
   function entry(pos) {
-    const c = Math.floor(pos / CHUNK);
-    let arr = chunkCache.get(c);
-    if (!arr) {
-      arr = JSON.parse($("st-c" + c).textContent);
-      chunkCache.set(c, arr);
-      if (chunkCache.size > 96) chunkCache.delete(chunkCache.keys().next().value);
+    const arr = chunkCache.get(chunkOf(pos));
+    if (!arr) throw new Error("chunk of entry " + pos + " not loaded");
+    return arr[pos - chunkOf(pos) * CHUNK];
+  }
+
+  // One-line previews, made from the entries when a row first shows them.
+  const previewCache = new Map();
+  function preview(pos) {
+    let p = previewCache.get(pos);
+    if (p === undefined) {
+      p = makePreview(entry(pos));
+      previewCache.set(pos, p);
     }
-    return arr[pos - c * CHUNK];
+    return p;
+  }
+  function oneLine(s, n) {
+    s = String(s === undefined || s === null ? "" : s).slice(0, n + 64).replace(/\s+/g, " ").trim();
+    return s.length > n ? s.slice(0, n - 1) + "…" : s;
+  }
+  function msgText(m) {
+    if (!m) return "";
+    if (m.role === "user" || m.role === "custom") {
+      const img = Array.isArray(m.content) && m.content.some((b) => b && b.type === "image");
+      return (m.role === "custom" ? m.custom_type + ": " : "") + textOf(m.content) + (img ? " [image]" : "");
+    }
+    if (m.role === "assistant") {
+      const parts = [];
+      for (const b of m.content || []) {
+        if (!b) continue;
+        if (b.type === "text") parts.push(b.text);
+        else if (b.type === "tool_call") parts.push("→ " + b.name + "(" + JSON.stringify(b.arguments).slice(0, 120) + ")");
+      }
+      if (!parts.length && m.error_message) parts.push("error: " + m.error_message);
+      return parts.join(" ");
+    }
+    if (m.role === "tool_result") return (m.is_error ? "✗ " : "") + m.tool_name + ": " + textOf(m.content);
+    if (m.role === "compaction_summary" || m.role === "branch_summary") return m.summary;
+    return "(role " + m.role + ")";
+  }
+  function makePreview(e) {
+    switch (e.type) {
+      case "message": return oneLine(msgText(e.message), 160);
+      case "model_change": return e.provider + "/" + e.model_id;
+      case "thinking_level_change": return String(e.thinking_level);
+      case "active_tools_change": return (e.active_tool_names || []).join(", ");
+      case "compaction": return oneLine((Number(e.tokens_before) || 0).toLocaleString() + " tokens summarised: " + e.summary, 160);
+      case "branch_summary": return oneLine(e.summary, 160);
+      case "custom": return String(e.custom_type);
+      case "custom_message": return oneLine(e.custom_type + ": " + textOf(e.content), 160);
+      case "label": return e.label === null || e.label === undefined ? "cleared → " + e.target_id : "'" + e.label + "' → " + e.target_id;
+      case "session_info": return e.name === null || e.name === undefined ? "(cleared)" : String(e.name);
+      case "leaf": return "→ " + (e.target_id === null || e.target_id === undefined ? "(before the first entry)" : e.target_id);
+      default: return "(" + e.type + ")";
+    }
   }
 
   // ---------------------------------------------------------------- branch state
@@ -87,17 +170,29 @@
   const treeBox = $("tree"), spacer = el("div", "spacer");
   treeBox.appendChild(spacer);
 
+  // At a branch point one child continues in the same column (the one towards the
+  // session's leaf, else the newest); the others are side branches, one level in.
+  const onLeafPath = new Uint8Array(N);
+  for (let x = sessionLeaf; x >= 0; x = parents[x]) onLeafPath[x] = 1;
+  function mainOf(k) {
+    for (const c of k) if (onLeafPath[c]) return c;
+    return k[k.length - 1];
+  }
   function buildRows() {
     const pos = [], depth = [];
-    const roots = kids(-1);
     const stack = [];
-    for (let i = roots.length - 1; i >= 0; i--) stack.push(roots[i], roots.length > 1 ? 1 : 0);
+    const pushKids = (k, d, x) => {
+      if (!k.length) return;
+      const main = mainOf(k);
+      stack.push(main, d);
+      if (x >= 0 && collapsed[x]) return;
+      for (let i = k.length - 1; i >= 0; i--) if (k[i] !== main) stack.push(k[i], d + 1);
+    };
+    pushKids(kids(-1), 0, -1);
     while (stack.length) {
       const d = stack.pop(), x = stack.pop();
       pos.push(x); depth.push(d);
-      const k = kids(x);
-      if (k.length === 1) stack.push(k[0], d);
-      else if (k.length > 1 && !collapsed[x]) for (let i = k.length - 1; i >= 0; i--) stack.push(k[i], d + 1);
+      pushKids(kids(x), d, x);
     }
     rowPos = Int32Array.from(pos);
     rowDepth = Int32Array.from(depth);
@@ -106,13 +201,23 @@
     spacer.style.height = rowPos.length * ROW + "px";
   }
 
+  let treeWaiting = false;
   function renderTree() {
     const top = treeBox.scrollTop, h = treeBox.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW) - 20);
     const last = Math.min(rowPos.length, Math.ceil((top + h) / ROW) + 20);
     const frag = document.createDocumentFragment();
-    for (let r = first; r < last; r++) frag.appendChild(treeRow(r));
+    let missing = false;
+    for (let r = first; r < last; r++) {
+      if (!loaded(rowPos[r])) missing = true;
+      frag.appendChild(treeRow(r));
+    }
     spacer.replaceChildren(frag);
+    if (missing && !treeWaiting) {
+      // Draw again once the previews' chunks are decoded.
+      treeWaiting = true;
+      ensure(rowPos.subarray(first, last)).then(() => { treeWaiting = false; renderTree(); });
+    }
   }
 
   function treeRow(r) {
@@ -143,9 +248,10 @@
     row.appendChild(el("span", "k k-" + kn, kn));
     const lab = labels[ids[x]];
     if (lab !== undefined) row.appendChild(el("span", "lab", lab));
-    row.appendChild(el("span", "pv", " " + previews[x]));
+    const pv = loaded(x) ? preview(x) : "…";
+    row.appendChild(el("span", "pv", " " + pv));
     if (x === sessionLeaf) row.appendChild(el("span", "leafmark", "◀ leaf"));
-    row.title = ids[x] + " · " + previews[x];
+    row.title = ids[x] + " · " + pv;
     return row;
   }
 
@@ -346,7 +452,7 @@
   function card(i) {
     const pos = path[i], e = entry(pos), kn = kindName(pos);
     if (kn === "tool_result" && e.message && pairedAbove(i, e.message.tool_call_id)) return null;
-    const art = el("article", "entry k-" + kn + (META.has(e.type) ? " meta" : ""));
+    const art = el("article", "entry ek-" + kn + (META.has(e.type) ? " meta" : ""));
     art.id = "e-" + e.id;
     art.dataset.pos = String(pos);
     if (pos === selected) art.classList.add("sel");
@@ -375,7 +481,7 @@
     } else if (e.type === "custom_message") {
       head.appendChild(el("span", null, e.custom_type));
       content(e.content, body);
-    } else if (META.has(e.type)) body.appendChild(el("span", null, previews[pos]));
+    } else if (META.has(e.type)) body.appendChild(el("span", null, preview(pos)));
     else body.appendChild(el("pre", null, jsonText(e)));
     art.appendChild(body);
     return art;
@@ -396,25 +502,47 @@
     topMore.textContent = winStart > 0 ? "… " + winStart.toLocaleString() + " earlier entries on this branch" : "start of the branch";
     bottomMore.textContent = winEnd < path.length ? "… " + (path.length - winEnd).toLocaleString() + " more entries" : "end of the branch";
   }
-  function showConversation(center) {
-    winStart = Math.max(0, center - 15);
-    winEnd = Math.min(path.length, center + 40);
+  // Tool calls are paired with results up to PAIR entries away: load that much around.
+  const PAIR = 120;
+  function around(from, to) {
+    const out = [];
+    for (let i = Math.max(0, from - PAIR); i < Math.min(path.length, to + PAIR); i++) out.push(path[i]);
+    return out;
+  }
+  let convToken = 0, extending = false;
+  async function showConversation(center) {
+    const token = ++convToken;
+    const from = Math.max(0, center - 15), to = Math.min(path.length, center + 40);
+    await ensure(around(from, to));
+    if (token !== convToken) return false;
+    winStart = from; winEnd = to;
     conv.replaceChildren(topSentinel, topMore, renderRange(winStart, winEnd), bottomMore, bottomSentinel);
     updateMore();
+    return true;
   }
-  function extendDown() {
-    if (winEnd >= path.length) return;
-    const to = Math.min(path.length, winEnd + 50);
-    bottomMore.before(renderRange(winEnd, to));
-    winEnd = to; updateMore();
+  async function extendDown() {
+    if (winEnd >= path.length || extending) return;
+    extending = true;
+    const token = convToken, to = Math.min(path.length, winEnd + 50);
+    try {
+      await ensure(around(winEnd, to));
+      if (token !== convToken) return;
+      bottomMore.before(renderRange(winEnd, to));
+      winEnd = to; updateMore();
+    } finally { extending = false; }
   }
-  function extendUp() {
-    if (winStart <= 0) return;
-    const from = Math.max(0, winStart - 50);
-    const before = conv.scrollHeight;
-    topMore.after(renderRange(from, winStart));
-    conv.scrollTop += conv.scrollHeight - before;
-    winStart = from; updateMore();
+  async function extendUp() {
+    if (winStart <= 0 || extending) return;
+    extending = true;
+    const token = convToken, from = Math.max(0, winStart - 50);
+    try {
+      await ensure(around(from, winStart));
+      if (token !== convToken) return;
+      const before = conv.scrollHeight;
+      topMore.after(renderRange(from, winStart));
+      conv.scrollTop += conv.scrollHeight - before;
+      winStart = from; updateMore();
+    } finally { extending = false; }
   }
   const io = new IntersectionObserver((items) => {
     for (const it of items) {
@@ -425,19 +553,19 @@
   io.observe(topSentinel); io.observe(bottomSentinel);
 
   // ---------------------------------------------------------------- selection
-  function select(pos, fromTree) {
+  async function select(pos, fromTree) {
     if (pos < 0 || pos >= N) return;
     if (!onPath[pos]) setBranch(branchEndThrough(pos));
     selected = pos;
     const i = pathIndex.get(pos);
-    showConversation(i === undefined ? path.length - 1 : i);
     revealInTree(pos);
     renderTree();
-    const target = document.getElementById("e-" + ids[pos]);
-    if (target) target.scrollIntoView({ block: fromTree ? "center" : "start" });
     const hash = "#e-" + encodeURIComponent(ids[pos]);
     if (location.hash !== hash) history.replaceState(null, "", hash);
     $("branch").textContent = "branch: " + path.length.toLocaleString() + " entries, ends at " + (leafPos >= 0 ? ids[leafPos] : "—") + (leafPos === sessionLeaf ? " (the session's leaf)" : "");
+    if (!(await showConversation(i === undefined ? path.length - 1 : i))) return;
+    const target = document.getElementById("e-" + ids[pos]);
+    if (target) target.scrollIntoView({ block: fromTree ? "center" : "start" });
   }
   function fromHash() {
     const h = location.hash;
@@ -486,16 +614,17 @@
     results.replaceChildren();
     const needle = query.trim().toLowerCase();
     if (!needle) return;
+    delete results.dataset.done;
     const status = el("li", "status", "searching…");
     results.appendChild(status);
-    let found = 0, pos = 0;
+    let found = 0, c = 0;
     const LIMIT = 500;
-    function step() {
-      if (token !== searchToken) return;
-      const until = performance.now() + 30;
-      while (pos < N && found < LIMIT && performance.now() < until) {
-        const end = Math.min(N, pos + 200);
-        for (; pos < end && found < LIMIT; pos++) {
+    (async () => {
+      for (; c < NCHUNKS && found < LIMIT; c++) {
+        await loadChunk(c);
+        if (token !== searchToken) return;
+        const end = Math.min(N, (c + 1) * CHUNK);
+        for (let pos = c * CHUNK; pos < end && found < LIMIT; pos++) {
           const text = searchText(entry(pos));
           if (text.toLowerCase().includes(needle)) {
             found++;
@@ -506,15 +635,13 @@
             status.before(li);
           }
         }
+        status.textContent = "searching… " + Math.floor((100 * (c + 1)) / NCHUNKS) + "%";
+        if (c % 4 === 3) await new Promise((r) => setTimeout(r, 0));
       }
-      if (pos < N && found < LIMIT) {
-        status.textContent = "searching… " + Math.floor((100 * pos) / N) + "%";
-        setTimeout(step, 0);
-      } else {
-        status.textContent = found ? found.toLocaleString() + (found >= LIMIT ? "+" : "") + " matches" : "no match";
-      }
-    }
-    step();
+      if (token !== searchToken) return;
+      status.textContent = found ? found.toLocaleString() + (found >= LIMIT ? "+" : "") + " matches" : "no match";
+      results.dataset.done = "1";
+    })();
   }
   q.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => runSearch(q.value), 200); });
   q.addEventListener("keydown", (ev) => {
@@ -534,12 +661,14 @@
   $("meta").textContent = idx.session.id + " · " + N.toLocaleString() + " entries · cwd " + idx.session.cwd + " · created " + idx.session.timestamp;
   document.title = (idx.session.name || idx.session.id) + " · sessiontree";
   buildRows();
-  if (N) {
-    setBranch(sessionLeaf >= 0 ? sessionLeaf : N - 1);
-    const start = fromHash();
-    select(start >= 0 ? start : (sessionLeaf >= 0 ? sessionLeaf : N - 1), false);
-  } else {
-    conv.appendChild(el("div", "note", "This session has no entries."));
-  }
-  document.body.dataset.ready = "1";
+  (async () => {
+    if (N) {
+      setBranch(sessionLeaf >= 0 ? sessionLeaf : N - 1);
+      const start = fromHash();
+      await select(start >= 0 ? start : (sessionLeaf >= 0 ? sessionLeaf : N - 1), false);
+    } else {
+      conv.appendChild(el("div", "note", "This session has no entries."));
+    }
+    document.body.dataset.ready = "1";
+  })();
 })();
