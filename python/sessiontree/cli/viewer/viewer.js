@@ -643,7 +643,11 @@
       results.dataset.done = "1";
     })();
   }
-  q.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => runSearch(q.value), 200); });
+  q.addEventListener("input", () => {
+    delete results.dataset.done;
+    clearTimeout(debounce);
+    debounce = setTimeout(() => runSearch(q.value), 200);
+  });
   q.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter") { clearTimeout(debounce); runSearch(q.value); }
     if (ev.key === "Escape") { q.value = ""; runSearch(""); }
