@@ -61,6 +61,35 @@ format: ## Format Rust and Python sources
 	$(BIN)/ruff format python tests benches examples
 	$(BIN)/ruff check --fix python tests benches examples
 
+# The wheel users install: abi3 (one wheel for every CPython >= 3.10), tagged manylinux2014
+# through zig as the linker (`ziglang` from PyPI: no container needed), plus the sdist;
+# then checked. Built without the test hooks (pyproject's features: `python` alone).
+.PHONY: wheel
+wheel: $(PY) ## Build the abi3 manylinux wheel and the sdist into dist/, and check them
+	$(BIN)/pip install -q "ziglang>=0.13" "auditwheel>=6" "twine>=5"
+	rm -rf dist
+	# maturin finds zig through `python -m ziglang`: the venv's python must come first.
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --zig --compatibility manylinux2014 --out dist -q
+	$(BIN)/maturin sdist --out dist
+	$(BIN)/auditwheel show dist/*.whl
+	$(BIN)/twine check --strict dist/*
+
+# A fresh venv with only the wheel (and the cli extra), then the console script run there.
+.PHONY: wheel-smoke
+wheel-smoke: wheel ## Install the wheel into a fresh venv and run `sessiontree` from it
+	rm -rf .wheel-venv
+	$(PYTHON) -m venv .wheel-venv
+	.wheel-venv/bin/pip install -q dist/*.whl
+	cd /tmp && $(CURDIR)/.wheel-venv/bin/sessiontree --version; test $$? -eq 2
+	.wheel-venv/bin/pip install -q "$$(ls dist/*.whl)[cli]"
+	rm -rf .wheel-venv/demo && cd /tmp && $(CURDIR)/.wheel-venv/bin/python $(CURDIR)/examples/demo.py $(CURDIR)/.wheel-venv/demo > /dev/null
+	.wheel-venv/bin/sessiontree --version
+	.wheel-venv/bin/sessiontree ls .wheel-venv/demo
+	.wheel-venv/bin/sessiontree tree .wheel-venv/demo/demo.jsonl
+	.wheel-venv/bin/sessiontree check .wheel-venv/demo/demo.jsonl
+	.wheel-venv/bin/sessiontree export .wheel-venv/demo/demo.jsonl --html -o .wheel-venv/demo/demo.html
+	.wheel-venv/bin/python -m sessiontree stats .wheel-venv/demo/demo.jsonl --json > /dev/null
+
 .PHONY: bench
 bench: install ## Run the benchmark suite for real and print the results table
 	$(PY) benches/report.py
