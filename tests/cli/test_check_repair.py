@@ -24,7 +24,9 @@ def _clean(write_lines: Writer) -> Path:
 
 
 def _torn(write_lines: Writer) -> Path:
-    return write_lines([header(), user_line("e1", None), user_line("e2", "e1"), TORN], newline=False)
+    return write_lines(
+        [header(), user_line("e1", None), user_line("e2", "e1"), TORN], newline=False
+    )
 
 
 def _malformed(write_lines: Writer) -> Path:
@@ -77,7 +79,11 @@ def test_check_clean(cli: Runner, write_lines: Writer, schema) -> None:  # type:
     ids=["torn", "malformed", "mixed-dialect"],
 )
 def test_check_reports_problems_and_changes_nothing(
-    cli: Runner, write_lines: Writer, schema, make: Callable[[Writer], Path], kinds: set[str]  # type: ignore[no-untyped-def]
+    cli: Runner,
+    write_lines: Writer,
+    schema,
+    make: Callable[[Writer], Path],
+    kinds: set[str],  # type: ignore[no-untyped-def]
 ) -> None:
     path = make(write_lines)
     before = snapshot_of(path.parent)
@@ -154,7 +160,9 @@ def test_check_directory_takes_the_worst(cli: Runner, tmp_path: Path, write_line
     assert cli("check", env={"SESSIONTREE_REPO": str(tmp_path)}).returncode == 2
 
 
-def test_repair_cuts_a_torn_tail_into_its_side_file(cli: Runner, write_lines: Writer, schema) -> None:  # type: ignore[no-untyped-def]
+def test_repair_cuts_a_torn_tail_into_its_side_file(
+    cli: Runner, write_lines: Writer, schema
+) -> None:  # type: ignore[no-untyped-def]
     path = _torn(write_lines)
     original = path.read_bytes()
     dry = parse_json(cli("repair", path, "--dry-run", "--json"))
@@ -189,9 +197,10 @@ def test_repair_clean_writes_a_copy(cli: Runner, write_lines: Writer, schema) ->
     out = Path(doc["output"])
     assert out.name == "s.repaired.jsonl" and doc["exit_code"] == 0
     assert path.read_bytes() == original  # the original kept as it was
-    with st.Session(st.JsonlSessionStorage.open(out, readonly=True, strict=True)) as clean, st.Session(
-        st.JsonlSessionStorage.open(path, readonly=True)
-    ) as old:
+    with (
+        st.Session(st.JsonlSessionStorage.open(out, readonly=True, strict=True)) as clean,
+        st.Session(st.JsonlSessionStorage.open(path, readonly=True)) as old,
+    ):
         assert clean.storage.load_report.ok
         assert [e.id for e in clean.storage.get_entries()] == ["e1", "e2", "e4"]
         assert clean.get_tree() == old.get_tree()
@@ -225,7 +234,9 @@ def test_repair_clean_in_place_keeps_a_backup(cli: Runner, write_lines: Writer, 
     assert cli("check", path).returncode == 0
 
 
-def test_repair_refuses_a_bad_header_and_a_held_lock(cli: Runner, tmp_path: Path, write_lines: Writer) -> None:
+def test_repair_refuses_a_bad_header_and_a_held_lock(
+    cli: Runner, tmp_path: Path, write_lines: Writer
+) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"garbage\nmore\n")
     proc = cli("repair", bad, "--clean", "--in-place")

@@ -12,6 +12,7 @@ from clihelp import SCRIPT, Demo, Runner, parse_json
 
 import sessiontree as st
 
+
 def test_console_script_is_installed(cli: Runner) -> None:
     assert SCRIPT.exists(), f"{SCRIPT} missing: `make install` installs the console script"
     proc = cli("--version")
@@ -161,7 +162,9 @@ def test_show_context(cli: Runner, demo: Demo, schema) -> None:  # type: ignore[
     schema("show", doc)
     with st.Session(st.JsonlSessionStorage.open(demo.path, readonly=True)) as s:
         ctx = s.build_context()
-        assert [m["message"] for m in doc["messages"]] == [st.message_to_dict(m) for m in ctx.messages]
+        assert [m["message"] for m in doc["messages"]] == [
+            st.message_to_dict(m) for m in ctx.messages
+        ]
     assert doc["model"] == {"provider": "anthropic", "model_id": "claude-sonnet-4-5"}
     assert doc["thinking_level"] == "medium" and doc["active_tool_names"] == ["bash", "write"]
 
@@ -279,9 +282,7 @@ def test_export_markdown(cli: Runner, demo: Demo, tmp_path: Path, schema) -> Non
     assert "Wiring OAuth2 via GitHub" in md.stdout
     assert "tool call: bash" in md.stdout and "(no output)" in md.stdout
     out = tmp_path / "jwt.md"
-    doc = parse_json(
-        cli("export", demo.path, "--md", "--leaf", demo.jwt_tip, "-o", out, "--json")
-    )
+    doc = parse_json(cli("export", demo.path, "--md", "--leaf", demo.jwt_tip, "-o", out, "--json"))
     schema("export", doc)
     text = out.read_text()
     assert "myapp/main.py and myapp/auth.py." in text and "## compaction" in text
@@ -289,11 +290,14 @@ def test_export_markdown(cli: Runner, demo: Demo, tmp_path: Path, schema) -> Non
 
 def test_export_jsonl_branch(cli: Runner, demo: Demo, tmp_path: Path, schema) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "branch.jsonl"
-    doc = parse_json(cli("export", demo.path, "--jsonl", "--leaf", demo.jwt_tip, "-o", out, "--json"))
+    doc = parse_json(
+        cli("export", demo.path, "--jsonl", "--leaf", demo.jwt_tip, "-o", out, "--json")
+    )
     schema("export", doc)
-    with st.Session(st.JsonlSessionStorage.open(out, readonly=True, strict=True)) as b, st.Session(
-        st.JsonlSessionStorage.open(demo.path, readonly=True)
-    ) as src:
+    with (
+        st.Session(st.JsonlSessionStorage.open(out, readonly=True, strict=True)) as b,
+        st.Session(st.JsonlSessionStorage.open(demo.path, readonly=True)) as src,
+    ):
         assert b.get_leaf_id() == demo.jwt_tip
         expected = st.build_session_context(src.get_branch(demo.jwt_tip)).messages
         assert tuple(b.build_context().messages) == tuple(expected)
@@ -316,9 +320,10 @@ def test_import(cli: Runner, demo: Demo, tmp_path: Path, schema) -> None:  # typ
     rows = {m.id: m for m in st.JsonlSessionRepo(repo).list()}
     assert set(rows) == {first["session"]["id"], "demo"}
     assert all(m.error is None for m in rows.values())
-    with st.Session(st.JsonlSessionStorage.open(repo / "demo.jsonl", readonly=True)) as a, st.Session(
-        st.JsonlSessionStorage.open(demo.path, readonly=True)
-    ) as b:
+    with (
+        st.Session(st.JsonlSessionStorage.open(repo / "demo.jsonl", readonly=True)) as a,
+        st.Session(st.JsonlSessionStorage.open(demo.path, readonly=True)) as b,
+    ):
         assert a.get_tree() == b.get_tree()
         assert a.get_leaf_id() == b.get_leaf_id()
     # Taken: a new id.
@@ -331,7 +336,9 @@ def test_import(cli: Runner, demo: Demo, tmp_path: Path, schema) -> None:  # typ
 
 def test_completion_scripts(cli: Runner) -> None:
     bash = cli("completion", "bash")
-    assert bash.returncode == 0 and "complete -o filenames -F _sessiontree sessiontree" in bash.stdout
+    assert (
+        bash.returncode == 0 and "complete -o filenames -F _sessiontree sessiontree" in bash.stdout
+    )
     assert "--around" in bash.stdout and "repair" in bash.stdout
     assert "#compdef sessiontree" in cli("completion", "zsh").stdout
     assert "complete -c sessiontree" in cli("completion", "fish").stdout

@@ -107,7 +107,7 @@ def test_quitting_the_pager_early_is_not_an_error(tmp_path: Path) -> None:
         for i in range(3000):
             s.append_message(st.UserMessage(f"m {i}"))
     # A pager that reads one line and quits.
-    pager = f"{sys.executable} -c \"import sys; sys.stdin.readline()\""
+    pager = f'{sys.executable} -c "import sys; sys.stdin.readline()"'
     env = clean_env(SESSIONTREE_PAGER=pager, TERM="xterm")
     status, out = run_in_pty([*command(), "tree", str(path), "--all"], env)
     assert status == 0
@@ -197,7 +197,8 @@ def test_the_library_does_not_import_the_command() -> None:
     code = (
         "import sys, sessiontree, sessiontree.repo; "
         "s = sessiontree.Session(sessiontree.InMemorySessionStorage()); "
-        "bad = sorted(m for m in sys.modules if m == 'rich' or m.startswith(('rich.', 'sessiontree.cli'))); "
+        "bad = sorted(m for m in sys.modules "
+        "if m == 'rich' or m.startswith(('rich.', 'sessiontree.cli'))); "
         "print(bad)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

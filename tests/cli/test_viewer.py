@@ -137,7 +137,11 @@ def test_branch_switch_and_permalink(browser: Any, cli: Runner, demo: Demo, tmp_
     row = browser.find_element("css selector", f'#tree .row[data-id="{demo.jwt_tip}"]')
     row.click()
     wait(js, f"return location.hash === '#e-{demo.jwt_tip}'")
-    wait(js, "return document.getElementById('conv').textContent.includes('myapp/main.py and myapp/auth.py.')")
+    wait(
+        js,
+        "return document.getElementById('conv').textContent"
+        ".includes('myapp/main.py and myapp/auth.py.')",
+    )
     text = conv_text(js)
     assert "Wiring OAuth2" not in text
     assert "5,200 tokens summarised" in text  # the compaction on that branch
@@ -164,7 +168,11 @@ def test_search(browser: Any, cli: Runner, demo: Demo, tmp_path: Path) -> None:
     assert any("Now add a /health endpoint." in h for h in hits)
     shot(browser, "viewer-demo-search")
     browser.find_element("css selector", "#results li.hit").click()
-    wait(js, "return document.getElementById('conv').textContent.includes('Now add a /health endpoint.')")
+    wait(
+        js,
+        "return document.getElementById('conv').textContent"
+        ".includes('Now add a /health endpoint.')",
+    )
     assert "Wiring OAuth2" not in conv_text(js)  # the hit is on the other branch
     box.clear()
     box.send_keys("no such text anywhere")
@@ -174,7 +182,9 @@ def test_search(browser: Any, cli: Runner, demo: Demo, tmp_path: Path) -> None:
 
 def _png() -> str:
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     raw = b"".join(b"\x00" + b"\xff\x00\x00" * 4 for _ in range(4))
     png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
@@ -192,7 +202,8 @@ def test_markdown_code_and_images(browser: Any, cli: Runner, tmp_path: Path) -> 
             st.AssistantMessage(
                 [
                     st.TextContent(
-                        "# Plan\n\n**Bold** and *italic* and `code`.\n\n```python\nprint('hi')\n```\n"
+                        "# Plan\n\n**Bold** and *italic* and `code`.\n\n"
+                        "```python\nprint('hi')\n```\n"
                         "- one\n- two\n\n[docs](https://example.org) [bad](javascript:alert(1))"
                     )
                 ],
@@ -202,7 +213,10 @@ def test_markdown_code_and_images(browser: Any, cli: Runner, tmp_path: Path) -> 
         )
     js = open_page(browser, export(cli, path, tmp_path / "md.html"))
     shot(browser, "viewer-markdown")
-    assert js("return document.querySelector('.body pre code.lang-python').textContent") == "print('hi')"
+    assert (
+        js("return document.querySelector('.body pre code.lang-python').textContent")
+        == "print('hi')"
+    )
     assert js("return document.querySelector('.body strong').textContent") == "Bold"
     assert js("return document.querySelector('.body em').textContent") == "italic"
     assert js("return document.querySelectorAll('.body li').length") == 2
@@ -234,7 +248,9 @@ def _hostile_session(path: Path) -> None:
             st.AssistantMessage(
                 [
                     st.ThinkingContent(f"thinking {evil}"),
-                    st.TextContent(f"text {evil}\n\n```html\n{evil}\n```\n[x](javascript:window.__pwned=6)"),
+                    st.TextContent(
+                        f"text {evil}\n\n```html\n{evil}\n```\n[x](javascript:window.__pwned=6)"
+                    ),
                     st.ToolCall("c1", f"tool{HOSTILE[0]}", {"arg": evil}),
                 ],
                 provider=f"prov{HOSTILE[1]}",
@@ -304,7 +320,9 @@ def test_large_session_renders_lazily(browser: Any, cli: Runner, tmp_path: Path)
     js("document.getElementById('tree').scrollTop = 0")
     wait(js, f"return document.querySelector('#tree .row[data-id=\"{first}\"]')")
     browser.find_element("css selector", f'#tree .row[data-id="{first}"]').click()
-    wait(js, "return document.getElementById('conv').textContent.includes('the very first message')")
+    wait(
+        js, "return document.getElementById('conv').textContent.includes('the very first message')"
+    )
     # The row after it starts the long branch: selecting it switches to that branch.
     browser.find_elements("css selector", "#tree .row")[1].click()
     wait(js, "return document.getElementById('conv').textContent.includes('message number 0 ')")

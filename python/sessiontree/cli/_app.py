@@ -68,7 +68,8 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "draw a session's tree of entries",
         "Linear runs are collapsed (… 1,204 entries …) unless --all; the current branch is\n"
         "drawn with heavy lines and the leaf marked.\n\n"
-        "examples:\n  sessiontree tree chat.jsonl\n  sessiontree tree chat.jsonl --around 3f2a9c01\n"
+        "examples:\n  sessiontree tree chat.jsonl\n"
+        "  sessiontree tree chat.jsonl --around 3f2a9c01\n"
         "  sessiontree tree chat.jsonl --depth 1\n  sessiontree tree chat.jsonl --all --json",
     ),
     (
@@ -93,7 +94,8 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "report every problem in session files (read-only)",
         "Exit status: 0 clean, 1 problems reported, 2 refused (bad header, unreadable).\n"
         "Never changes a byte and writes nothing beside the file.\n\n"
-        "examples:\n  sessiontree check chat.jsonl\n  sessiontree check ~/.myagent/sessions --json\n"
+        "examples:\n  sessiontree check chat.jsonl\n"
+        "  sessiontree check ~/.myagent/sessions --json\n"
         "  sessiontree check chat.jsonl --strict",
     ),
     (
@@ -147,7 +149,7 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
 )
 
 
-def _common(json_flag: bool) -> argparse.ArgumentParser:
+def _common(json_flag: bool) -> _Parser:
     # Defaults are SUPPRESS so an option given before the command is not reset by the
     # subparser's default.
     common = _Parser(add_help=False)

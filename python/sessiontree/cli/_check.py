@@ -53,7 +53,7 @@ def _files(opts: Options, names: list[str]) -> list[str]:
     for name in names:
         path = os.path.expanduser(name)
         if os.path.isdir(path):
-            found = []
+            found: list[str] = []
             for dirpath, dirnames, filenames in os.walk(path):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 found.extend(

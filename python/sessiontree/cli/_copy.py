@@ -10,6 +10,7 @@ order the reader returned them: what the reader kept of the source, and nothing 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -140,8 +141,6 @@ def write_session(
         _fsync_dir(directory)
         return n
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         raise SessionError(
             "invalid_argument", "--html writes a page: give --output FILE or redirect stdout"
         )
-    with open_readonly(opts, path, color=opts.color != "never") as storage:
+    storage = open_readonly(opts, path, color=opts.color != "never")
+    with storage:
         leaf = args.leaf if args.leaf is not None else storage.get_leaf_id()
         if args.leaf is not None and storage.get_entry(args.leaf) is None:
             raise SessionError("not_found", f"entry {args.leaf!r} not found")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import JsonlSessionRepo, SessionError, is_valid_session_id
+from .. import ForkPosition, JsonlSessionRepo, SessionError, is_valid_session_id
 from ._output import open_output
 from ._target import SUFFIX, Options, resolve
 
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         )
     repo = JsonlSessionRepo(directory)
     entry_id = args.at or args.before
-    position = "at" if args.at else "before"
+    position: ForkPosition = "at" if args.at else "before"
     with repo.fork(sid, entry_id=entry_id, position=position) as forked:
         new_id = forked.id
         count = len(forked)

@@ -36,7 +36,9 @@ _LEVEL: Final = 3
 
 
 def _asset(name: str) -> str:
-    return resources.files(__package__).joinpath("viewer", name).read_text(encoding="utf-8")
+    return (
+        resources.files(__package__).joinpath("viewer").joinpath(name).read_text(encoding="utf-8")
+    )
 
 
 def _sha256(text: str) -> str:
@@ -128,7 +130,7 @@ def write_html(
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             '<meta name="generator" content="sessiontree export --html">\n'
             f"<title>{title}</title>\n<style>{css}</style>\n</head>\n<body>\n{body}"
-        ).encode("utf-8")
+        ).encode()
     )
     put(b'<script type="application/json" id="st-index">')
     put(_script_json(_dumps(index)))

@@ -38,7 +38,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     done = []
     for name in args.files:
         path = os.path.abspath(os.path.expanduser(name))
-        with open_readonly(opts, path, color=not args.json and opts.color != "never") as source:
+        source = open_readonly(opts, path, color=not args.json and opts.color != "never")
+        with source:
             header = source.get_metadata()
             sid = args.new_id or header.id
             if not is_valid_session_id(sid) or os.path.lexists(repo.path_for(sid)):

@@ -14,6 +14,7 @@ terminal).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -95,7 +96,11 @@ def fit(text: str, cells: int) -> str:
     out: list[str] = []
     used = 0
     for ch in head:
-        w = 0 if unicodedata.combining(ch) else (2 if unicodedata.east_asian_width(ch) in "WF" else 1)
+        w = (
+            0
+            if unicodedata.combining(ch)
+            else (2 if unicodedata.east_asian_width(ch) in "WF" else 1)
+        )
         if used + w > cells - 1:
             return "".join(out) + "…"
         out.append(ch)
@@ -230,10 +235,8 @@ def open_output(
     except BrokenPipeError:
         pass  # the reader quit the pager: not an error
     finally:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             pipe.close()
-        except BrokenPipeError:
-            pass
         while True:
             try:
                 proc.wait()

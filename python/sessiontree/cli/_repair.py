@@ -91,14 +91,16 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if not args.clean:
         # The storage's writer open cuts a torn tail into its side file (and takes the
         # lock, so no agent is writing meanwhile).
-        with open_writer(opts, path, color=color) as storage:
+        storage = open_writer(opts, path, color=color)
+        with storage:
             doc["torn_path"] = storage.torn_path
         doc["after"] = check_file(opts, path, strict=False, color=color)
         return _report(args, opts, doc, 0 if doc["after"]["status"] == "ok" else 1)
 
     if args.in_place:
         backup = f"{path}.bak-{_stamp()}"
-        with open_writer(opts, path, color=color) as storage:
+        storage = open_writer(opts, path, color=color)
+        with storage:
             doc["torn_path"] = storage.torn_path
             os.link(path, backup)
             doc["backup"] = backup
@@ -112,7 +114,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         doc["output"] = path
     else:
         out = os.path.abspath(args.output or _default_output(path))
-        with open_readonly(opts, path, color=color) as storage:
+        storage = open_readonly(opts, path, color=color)
+        with storage:
             write_session(
                 out,
                 header_copy(storage.get_metadata()),
@@ -152,7 +155,8 @@ def _report(args: argparse.Namespace, opts: Options, doc: dict[str, Any], status
             if action == "cut_torn_tail":
                 where = doc["torn_path"] or f"{doc['path']}.torn-<time>"
                 out.line(
-                    f"  {verb}cut the torn last line ({before['torn_tail_bytes']:,} bytes) into {where}"
+                    f"  {verb}cut the torn last line ({before['torn_tail_bytes']:,} bytes) "
+                    f"into {where}"
                 )
             elif action == "write_clean_copy":
                 target = doc["output"] or (

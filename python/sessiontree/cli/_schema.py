@@ -18,7 +18,10 @@ def load(name: str) -> dict[str, Any]:
     if name not in NAMES:
         raise UsageError(f"no schema {name!r}: one of {', '.join(NAMES)}")
     text = (
-        resources.files(__package__).joinpath("schemas", f"{name}.schema.json").read_text("utf-8")
+        resources.files(__package__)
+        .joinpath("schemas")
+        .joinpath(f"{name}.schema.json")
+        .read_text("utf-8")
     )
     doc: dict[str, Any] = json.loads(text)
     return doc

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         raise SessionError("invalid_argument", "--raw and --branch need an entry ID")
     path = resolve(opts, args.session)
     color_mode = "never" if args.json or args.raw else opts.color
-    with open_readonly(opts, path, color=color_mode != "never") as storage:
+    storage = open_readonly(opts, path, color=color_mode != "never")
+    with storage:
         session = Session(storage)
         if args.entry is not None:
             entry = storage.get_entry(args.entry)
@@ -217,7 +218,8 @@ def _show_context(args: argparse.Namespace, opts: Options, session: Session) -> 
         tools = ", ".join(ctx.active_tool_names) if ctx.active_tool_names is not None else "—"
         out.line(
             out.paint(
-                f"Context of {name + ' · ' if name else ''}session {session.id} · leaf {leaf or '—'}",
+                f"Context of {name + ' · ' if name else ''}session {session.id} · "
+                f"leaf {leaf or '—'}",
                 "bold",
             )
         )
@@ -305,9 +307,7 @@ def _message(
         out.line()
         return
     out.line(out.paint(head + _role_extra(m), style))
-    if isinstance(m, UserMessage):
-        _text(out, blocks_text(m.content))
-    elif isinstance(m, CustomMessage):
+    if isinstance(m, (UserMessage, CustomMessage)):
         _text(out, blocks_text(m.content))
     elif isinstance(m, (CompactionSummaryMessage, BranchSummaryMessage)):
         _text(out, m.summary)

@@ -105,7 +105,8 @@ def _size(storage: JsonlSessionStorage) -> int:
 
 def run(args: argparse.Namespace, opts: Options) -> int:
     path = resolve(opts, args.session)
-    with open_readonly(opts, path, color=not args.json and opts.color != "never") as storage:
+    storage = open_readonly(opts, path, color=not args.json and opts.color != "never")
+    with storage:
         doc = collect(storage)
         session = {
             "id": storage.get_metadata().id,

@@ -311,7 +311,9 @@ class _Layout:
         if self.collapse:
             marked, keep = shape.marked, self.keep
             anchors = [0]
-            anchors.extend(i for i in range(1, len(chain) - 1) if chain[i] in marked or chain[i] in keep)
+            anchors.extend(
+                i for i in range(1, len(chain) - 1) if chain[i] in marked or chain[i] in keep
+            )
             if len(chain) > 1:
                 anchors.append(len(chain) - 1)
         else:
@@ -349,7 +351,8 @@ def _around_position(storage: JsonlSessionStorage, entry_id: str) -> int:
 def run(args: argparse.Namespace, opts: Options) -> int:
     path = resolve(opts, args.session)
     color_mode = "never" if args.json else opts.color
-    with open_readonly(opts, path, color=color_mode != "never") as storage:
+    storage = open_readonly(opts, path, color=color_mode != "never")
+    with storage:
         shape = _Shape(storage)
         around = None if args.around is None else _around_position(storage, args.around)
         if args.depth is not None and args.depth < 0:
