@@ -10,9 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from clihelp import PI_DIALECT, PI_FIXTURES, Runner, header, parse_json, snapshot_of, user_line
 
 import sessiontree as st
+
+from .clihelp import PI_DIALECT, PI_FIXTURES, Runner, header, parse_json, snapshot_of, user_line
 
 Writer = Callable[..., Path]
 

@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from clihelp import SCRIPT, Demo, Runner, parse_json
 
 import sessiontree as st
+
+from .clihelp import SCRIPT, Demo, Runner, parse_json
 
 
 def test_console_script_is_installed(cli: Runner) -> None:
@@ -24,7 +25,7 @@ def test_python_dash_m(demo: Demo) -> None:
     import subprocess
     import sys
 
-    from clihelp import clean_env
+    from .clihelp import clean_env
 
     proc = subprocess.run(
         [sys.executable, "-m", "sessiontree", "check", str(demo.path)],
@@ -364,7 +365,7 @@ def test_errors_carry_the_session_error_code(cli: Runner, tmp_path: Path) -> Non
 
 
 def test_reading_commands_change_nothing(cli: Runner, demo: Demo, tmp_path: Path) -> None:
-    from clihelp import snapshot_of
+    from .clihelp import snapshot_of
 
     before = snapshot_of(demo.dir)
     for args in (

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from clihelp import Demo, Runner, clean_env, command, header
+
+from .clihelp import Demo, Runner, clean_env, command, header
 
 ESC = "\x1b["
 

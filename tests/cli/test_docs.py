@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clihelp import ROOT
+from .clihelp import ROOT
 
 
 def _repository_example() -> str:

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from clihelp import PI_DIALECT, PI_FIXTURES, Demo, Runner
+
+from .clihelp import PI_DIALECT, PI_FIXTURES, Demo, Runner
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 _ID = re.compile(r"\b[0-9a-f]{8}\b")

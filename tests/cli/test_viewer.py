@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clihelp import ROOT, Demo, Runner
 
 import sessiontree as st
+
+from .clihelp import ROOT, Demo, Runner
 
 ARTIFACTS = Path(os.environ.get("SESSIONTREE_ARTIFACTS", ROOT / "tmp" / "artifacts"))
 

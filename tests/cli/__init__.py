@@ -1,0 +1,2 @@
+"""Tests of the ``sessiontree`` command (a package, so its ``conftest`` does not clash with
+``tests/conftest.py``)."""
