@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ use crate::engine::jsonl::{
 };
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
-use crate::engine::syncer::GroupSync;
+use crate::engine::syncer::{self, GroupSync};
 
 pub(super) struct FileBacking {
     pub(super) path: PathBuf,
@@ -36,9 +37,17 @@ pub(super) struct FileBacking {
     pub(super) fault: Option<Fault>,
 }
 
+/// What is left of a backing after `close()`: no descriptor, no buffers.
+pub(super) struct ClosedBacking {
+    pub(super) path: Option<PathBuf>,
+    pub(super) writable: bool,
+    pub(super) len: u64,
+}
+
 pub(super) enum Backing {
     Memory(Vec<u8>),
     File(FileBacking),
+    Closed(ClosedBacking),
 }
 
 /// Options for opening a file.
@@ -162,6 +171,12 @@ impl Store {
         if path.symlink_metadata().is_ok() {
             return Err(exists());
         }
+        // Started before the file exists: a `group` writer that could not be synced must
+        // fail here, not after its file appeared.
+        let syncer = match durability {
+            Durability::Group => Some(syncer::ready()?),
+            _ => None,
+        };
         // The header is written under a temporary name and linked into place, so the
         // session name never shows a file without its header, even after a crash.
         let mut tmp = path.as_os_str().to_owned();
@@ -198,10 +213,10 @@ impl Store {
             jsonl::sync_parent_dir(path).map_err(io_err)?;
         }
         let meta = file.metadata().map_err(io_err)?;
-        let sync = (durability == Durability::Group)
-            .then(|| file.try_clone().ok())
-            .flatten()
-            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let sync = match syncer {
+            Some(()) => Some(GroupSync::start(file.as_raw_fd(), path.to_path_buf())?),
+            None => None,
+        };
         let backing = Backing::File(FileBacking {
             path: path.to_path_buf(),
             file,
@@ -271,15 +286,17 @@ impl Store {
         let header_len = reader
             .stream_position()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        let sync = (!opts.readonly && opts.durability == Durability::Group)
-            .then(|| file.try_clone().ok())
-            .flatten()
-            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let own = file
+            .try_clone()
+            .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        let sync = if !opts.readonly && opts.durability == Durability::Group {
+            Some(GroupSync::start(own.as_raw_fd(), path.to_path_buf())?)
+        } else {
+            None
+        };
         let backing = Backing::File(FileBacking {
             path: path.to_path_buf(),
-            file: file
-                .try_clone()
-                .map_err(|e| EngineError::io(ctx("opening"), &e))?,
+            file: own,
             writable: !opts.readonly,
             durability: opts.durability,
             pending: Vec::new(),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::arena::Arena;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
-use crate::engine::open::{Backing, FileBacking};
+use crate::engine::open::{Backing, ClosedBacking, FileBacking};
 
 #[cfg(feature = "test-hooks")]
 pub use crate::engine::hooks::Fault;
@@ -39,6 +39,9 @@ pub struct Store {
     /// Bytes covered by the persisted index last loaded or written.
     pub(super) indexed_len: u64,
     pub(super) index_status: IndexStatus,
+    /// The process that made this store: after `fork()` a child holds a copy whose lock,
+    /// syncer and buffered appends are the parent's, and must leave them alone.
+    pub(super) owner_pid: u32,
 }
 
 impl Store {
@@ -63,13 +66,36 @@ impl Store {
             index_min_bytes: None,
             indexed_len: 0,
             index_status: IndexStatus::Unused,
+            owner_pid: std::process::id(),
         }
     }
 
     pub(super) fn file_backing(&self) -> Option<&FileBacking> {
         match &self.backing {
             Backing::File(b) => Some(b),
-            Backing::Memory(_) => None,
+            Backing::Memory(_) | Backing::Closed(_) => None,
+        }
+    }
+
+    /// True in a forked child holding a copy of its parent's store.
+    pub fn is_inherited(&self) -> bool {
+        self.owner_pid != std::process::id()
+    }
+
+    /// A writer's copy in a forked child may not write: the lock, the syncer and any
+    /// buffered appends belong to the parent (`locked`).
+    pub(super) fn check_owner(&self) -> Result<()> {
+        match self.file_backing() {
+            Some(b) if b.writable && self.is_inherited() => err(
+                ErrorCode::Locked,
+                format!(
+                    "{} is held by the writer of process {}, which opened it before fork(); \
+                     a forked child may read this storage and close it, not write to it",
+                    b.path.display(),
+                    self.owner_pid
+                ),
+            ),
+            _ => Ok(()),
         }
     }
 
@@ -111,7 +137,11 @@ impl Store {
 
     /// The file path, for file stores.
     pub fn path(&self) -> Option<&Path> {
-        self.file_backing().map(|b| b.path.as_path())
+        match &self.backing {
+            Backing::File(b) => Some(b.path.as_path()),
+            Backing::Closed(c) => c.path.as_deref(),
+            Backing::Memory(_) => None,
+        }
     }
 
     /// True after `close()`.
@@ -121,7 +151,11 @@ impl Store {
 
     /// True for a read-only file store.
     pub fn is_readonly(&self) -> bool {
-        self.file_backing().is_some_and(|b| !b.writable)
+        match &self.backing {
+            Backing::File(b) => !b.writable,
+            Backing::Closed(c) => c.path.is_some() && !c.writable,
+            Backing::Memory(_) => false,
+        }
     }
 
     /// Total bytes of the session (header and entries, pending ones included).
@@ -129,6 +163,7 @@ impl Store {
         match &self.backing {
             Backing::Memory(buf) => buf.len() as u64,
             Backing::File(b) => b.written_len + b.pending.len() as u64,
+            Backing::Closed(c) => c.len,
         }
     }
 
@@ -136,7 +171,7 @@ impl Store {
     pub fn memory_bytes(&self) -> Option<&[u8]> {
         match &self.backing {
             Backing::Memory(buf) => Some(buf),
-            Backing::File(_) => None,
+            Backing::File(_) | Backing::Closed(_) => None,
         }
     }
 
@@ -159,6 +194,7 @@ impl Store {
                 }
                 Ok(out)
             }
+            Backing::Closed(_) => err(ErrorCode::Closed, "the session storage is closed"),
         }
     }
 
@@ -172,9 +208,18 @@ impl Store {
         }
     }
 
-    /// Flushes, stops the syncer, releases the lock. Idempotent.
+    /// Flushes, stops the syncer, releases the lock, then the descriptor and the memory
+    /// of the index, at once. Idempotent.
+    ///
+    /// In a forked child holding its parent's writer, only the child's own copies (the
+    /// descriptor, the memory) are released: the lock, the syncer and buffered appends are
+    /// the parent's, and are never flushed, stopped or unlocked from here.
     pub fn close(&mut self) -> Result<()> {
         if self.closed {
+            return Ok(());
+        }
+        if self.is_inherited() {
+            self.release();
             return Ok(());
         }
         let mut result = if self.poisoned.is_none() {
@@ -196,13 +241,28 @@ impl Store {
                 let _ = b.file.unlock();
             }
         }
-        self.closed = true;
+        self.release();
         result
+    }
+
+    /// Drops the backing (closing its descriptor) and the arena; marks the store closed.
+    fn release(&mut self) {
+        let closed = Backing::Closed(ClosedBacking {
+            path: self.path().map(Path::to_path_buf),
+            writable: !self.is_readonly(),
+            len: self.byte_len(),
+        });
+        // A child's copy of a `group` writer's syncer handle is dropped without a word to
+        // the syncer (whose thread and locks are the parent's).
+        drop(std::mem::replace(&mut self.backing, closed));
+        self.arena = Arena::new();
+        self.closed = true;
     }
 }
 
 impl Drop for Store {
-    /// A store dropped without `close()` still flushes, stops its syncer and unlocks.
+    /// A store dropped without `close()` still flushes, stops its syncer and unlocks
+    /// (a forked child's copy releases only its own descriptor).
     fn drop(&mut self) {
         let _ = self.close();
     }

@@ -959,3 +959,28 @@ fn create_in_a_missing_directory_is_an_io_error_and_creates_nothing() {
     assert!(!path.parent().unwrap().exists());
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Group,
+        Limits::default(),
+    )
+    .unwrap();
+    w.append(user("a", None).as_bytes()).unwrap();
+    let len = w.byte_len();
+    w.close().unwrap();
+    assert!(w.is_closed());
+    assert_eq!(w.path(), Some(path.as_path()));
+    assert_eq!(w.byte_len(), len);
+    assert_eq!(w.arena().len(), 0);
+    assert_eq!(w.line(0).unwrap_err().code, ErrorCode::Closed);
+    // The lock went with the descriptor: a new writer opens at once.
+    let mut again = Store::open(&path, OpenOptions::default()).unwrap();
+    again.append(user("b", Some("a")).as_bytes()).unwrap();
+    again.close().unwrap();
+}
