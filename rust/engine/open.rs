@@ -15,7 +15,8 @@ use crate::engine::hooks;
 use crate::engine::hooks::Fault;
 use crate::engine::index;
 use crate::engine::jsonl::{
-    self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, Limits,
+    self, create_private, lock_writer, open_error, open_regular, scan, scan_error, Durability,
+    Limits,
 };
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
@@ -240,14 +241,12 @@ impl Store {
     }
 
     /// Opens a session file; a writer takes the lock and cuts a torn tail into a side file.
+    ///
+    /// Readers and writers alike refuse a symlink at the session's name and anything but
+    /// a regular file (`io`), without waiting on a FIFO or device.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Store> {
         let ctx = |what: &str| format!("{what} {}", path.display());
-        let file = if opts.readonly {
-            File::open(path)
-        } else {
-            open_nofollow(path, true)
-        }
-        .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        let file = open_regular(path, !opts.readonly).map_err(|e| open_error(path, &e))?;
         if !opts.readonly {
             lock_writer(&file, path)?;
             index::remove_stale_temp(path);
@@ -255,12 +254,6 @@ impl Store {
         let meta = file
             .metadata()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        if !meta.is_file() {
-            return err(
-                ErrorCode::Io,
-                format!("{} is not a regular file", path.display()),
-            );
-        }
         // The header: read up to its newline.
         let mut reader = std::io::BufReader::with_capacity(1 << 16, &file);
         let mut header = Vec::new();
