@@ -19,10 +19,13 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::engine::arena::Arena;
 use crate::engine::index_codec::Cursor;
-use crate::engine::jsonl::{create_private, open_regular, IssueKind, LoadIssue};
+use crate::engine::jsonl::{
+    create_private, open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS,
+};
 
-// Bumped whenever the schema rules change: an index records which lines were accepted.
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x03";
+// Bumped whenever the schema rules change (an index records which lines were accepted)
+// or its layout does (4: the report's counts by kind).
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x04";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;
@@ -35,8 +38,10 @@ pub struct Loaded {
     pub covered: u64,
     /// Number of the first line after the covered prefix.
     pub next_line_no: u64,
-    /// Problems found in the covered prefix when it was scanned.
+    /// Problems found in the covered prefix when it was scanned (the first ones in full).
     pub issues: Vec<LoadIssue>,
+    /// Every problem found in the covered prefix, by kind.
+    pub counts: [u64; ISSUE_KINDS],
 }
 
 /// `<file>.idx`.
@@ -97,7 +102,7 @@ pub fn encode(
     arena: &Arena,
     covered: u64,
     next_line_no: u64,
-    issues: &[LoadIssue],
+    report: &LoadReport,
 ) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + arena.len() * 48);
     out.extend_from_slice(MAGIC);
@@ -105,10 +110,19 @@ pub fn encode(
     out.extend_from_slice(&covered.to_le_bytes());
     out.extend_from_slice(&prefix_check(file, header, covered)?.to_le_bytes());
     out.extend_from_slice(&next_line_no.to_le_bytes());
-    let kept: Vec<&LoadIssue> = issues
+    // A torn tail lies past the covered prefix: it is found again by the next scan.
+    let kept: Vec<&LoadIssue> = report
+        .issues
         .iter()
         .filter(|i| i.kind != IssueKind::TornTail)
         .collect();
+    for kind in IssueKind::ALL {
+        let n = match kind {
+            IssueKind::TornTail => 0,
+            _ => report.counts[kind as usize],
+        };
+        out.extend_from_slice(&n.to_le_bytes());
+    }
     out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
     for i in kept {
         out.extend_from_slice(&i.line.to_le_bytes());
@@ -235,6 +249,10 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
         return None;
     }
     let next_line_no = c.u64()?;
+    let mut counts = [0u64; ISSUE_KINDS];
+    for n in &mut counts {
+        *n = c.u64()?;
+    }
     let count = c.u64()?;
     let mut issues = Vec::new();
     for _ in 0..count {
@@ -261,6 +279,7 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
         covered,
         next_line_no,
         issues,
+        counts,
     })
 }
 

@@ -61,7 +61,7 @@ impl Store {
                 format!("line {line} (byte {offset}): {}: {message}", kind.as_str()),
             );
         }
-        self.report.issues.push(LoadIssue {
+        self.report.add(LoadIssue {
             line,
             offset,
             kind,

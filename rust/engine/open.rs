@@ -324,6 +324,7 @@ impl Store {
                     }
                     store.arena = loaded.arena;
                     store.report.issues = loaded.issues;
+                    store.report.counts = loaded.counts;
                     store.next_line_no = loaded.next_line_no;
                     store.indexed_len = loaded.covered;
                     store.index_status = IndexStatus::Loaded;
@@ -388,7 +389,7 @@ impl Store {
             &self.arena,
             b.written_len,
             self.next_line_no,
-            &self.report.issues,
+            &self.report,
         );
         match bytes.and_then(|bytes| index::write(&b.path, &bytes)) {
             Ok(()) => {

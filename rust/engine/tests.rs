@@ -961,6 +961,42 @@ fn create_in_a_missing_directory_is_an_io_error_and_creates_nothing() {
 }
 
 #[test]
+fn reports_keep_the_first_issues_and_count_the_rest_also_through_the_index() {
+    use crate::engine::jsonl::MAX_REPORTED_ISSUES;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let junk = 3 * MAX_REPORTED_ISSUES + 7;
+    let mut body = format!("{HEADER}\n{}\n", user("a", None));
+    body.push_str(&"x\n".repeat(junk));
+    body.push_str(&format!("{}\n", user("a", None))); // a duplicate, past the cap
+    body.push_str(r#"{"type":"custom","id":"torn""#);
+    write_file(&path, &body);
+    let check = |s: &Store| {
+        let r = s.report();
+        assert_eq!(r.counts[IssueKind::Malformed as usize], junk as u64);
+        assert_eq!(r.counts[IssueKind::DuplicateId as usize], 1);
+        assert_eq!(r.counts[IssueKind::TornTail as usize], 1);
+        // The first issues in full, and the torn tail whatever the cap.
+        assert_eq!(r.issues.len(), MAX_REPORTED_ISSUES + 1);
+        assert_eq!(r.issues[0].line, 3);
+        assert_eq!(r.issues.last().unwrap().kind, IssueKind::TornTail);
+    };
+    let first = open_indexed(&path, true);
+    check(&first);
+    drop(first);
+    let again = open_indexed(&path, true);
+    assert_eq!(
+        again.index_status(),
+        crate::engine::store::IndexStatus::Loaded
+    );
+    check(&again);
+    // Millions of junk lines are parsed in bounded batches: the memory test is Python's
+    // (tests/reliability/test_reliability_resources.py).
+    let m = Store::memory_from_bytes(body.as_bytes(), false, Limits::default()).unwrap();
+    check(&m);
+}
+
+#[test]
 fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
