@@ -107,16 +107,25 @@ impl IndexStatus {
     }
 }
 
-fn check_header_line(line: &[u8]) -> Result<String> {
+fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    if limits.depth_exceeded(line) {
+        return err(
+            ErrorCode::Corrupt,
+            format!(
+                "session header nests deeper than the limit of {}",
+                limits.max_depth
+            ),
+        );
+    }
     parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
 }
 
 impl Store {
     /// A store kept in memory, starting from a header line (no newline).
     pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
-        let id = check_header_line(header)?;
+        let id = check_header_line(header, &limits)?;
         let mut buf = Vec::with_capacity(header.len() + 1);
         buf.extend_from_slice(header);
         buf.push(b'\n');
@@ -159,7 +168,7 @@ impl Store {
         durability: Durability,
         limits: Limits,
     ) -> Result<Store> {
-        let id = check_header_line(header)?;
+        let id = check_header_line(header, &limits)?;
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
@@ -274,7 +283,7 @@ impl Store {
         if header.last() == Some(&b'\r') {
             header.pop();
         }
-        let id = check_header_line(&header)
+        let id = check_header_line(&header, &opts.limits)
             .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
         let header_len = reader
             .stream_position()

@@ -176,21 +176,45 @@ impl Store {
     }
 
     /// The raw line of entry `idx` (no newline).
+    ///
+    /// A line read back from a file is checked to be the one indexed (its newline where
+    /// it was, the entry's id in it): a file truncated or rewritten under the store gives
+    /// `modified_externally`, an OS error `io`, never other bytes.
     pub fn line(&self, idx: u32) -> Result<Vec<u8>> {
         self.check_open()?;
         let node = self.arena.node(idx);
         let (off, len) = (node.offset, node.len as usize);
         match &self.backing {
             Backing::Memory(buf) => Ok(buf[off as usize..off as usize + len].to_vec()),
+            Backing::File(b) if off >= b.written_len => {
+                let start = (off - b.written_len) as usize;
+                Ok(b.pending[start..start + len].to_vec())
+            }
             Backing::File(b) => {
-                let mut out = vec![0u8; len];
-                if off >= b.written_len {
-                    let start = (off - b.written_len) as usize;
-                    out.copy_from_slice(&b.pending[start..start + len]);
-                } else {
-                    b.file.read_exact_at(&mut out, off).map_err(|e| {
-                        EngineError::io(format!("reading {}", b.path.display()), &e)
-                    })?;
+                // The line and the byte after it: its `\n` (or the `\r` of `\r\n`).
+                let mut out = vec![0u8; len + 1];
+                let changed = || {
+                    err(
+                        ErrorCode::ModifiedExternally,
+                        format!(
+                            "{} was changed by another program since it was read: entry {:?} \
+                             is no longer where it was (reopen it)",
+                            b.path.display(),
+                            self.arena.id(idx)
+                        ),
+                    )
+                };
+                match b.file.read_exact_at(&mut out, off) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return changed(),
+                    Err(e) => {
+                        return Err(EngineError::io(format!("reading {}", b.path.display()), &e))
+                    }
+                }
+                if !matches!(out.pop(), Some(b'\n' | b'\r'))
+                    || !line_has_id(&out, self.arena.id(idx))
+                {
+                    return changed();
                 }
                 Ok(out)
             }
@@ -258,6 +282,23 @@ impl Store {
         self.arena = Arena::new();
         self.closed = true;
     }
+}
+
+/// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
+/// for an id the line spells with escapes, the line parses to that id.
+fn line_has_id(line: &[u8], id: &str) -> bool {
+    let mut quoted = Vec::with_capacity(id.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(id.as_bytes());
+    quoted.push(b'"');
+    if memchr::memmem::find(line, &quoted).is_some() {
+        return true;
+    }
+    let text = line.strip_suffix(b"\r").unwrap_or(line);
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| crate::engine::line::parse_entry(t, usize::MAX).ok())
+        .is_some_and(|p| p.id == id)
 }
 
 impl Drop for Store {

@@ -997,6 +997,54 @@ fn reports_keep_the_first_issues_and_count_the_rest_also_through_the_index() {
 }
 
 #[test]
+fn a_line_that_changed_under_the_store_is_modified_externally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    chain_file(&path, 10, false);
+    let r = Store::open(
+        &path,
+        OpenOptions {
+            readonly: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let last = r.arena().len() as u32 - 1;
+    let at = r.arena().node(last).offset;
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(at).unwrap();
+    assert_eq!(
+        r.line(last).unwrap_err().code,
+        ErrorCode::ModifiedExternally
+    );
+    // Grown back with another entry at the same offset: still not the line indexed.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(format!("{}\n", user("someone-else", Some("e8"))).as_bytes())
+        .unwrap();
+    assert_eq!(
+        r.line(last).unwrap_err().code,
+        ErrorCode::ModifiedExternally
+    );
+    assert!(r.line(0).is_ok());
+    // An id the line spells with an escape is still recognised (the slow path).
+    let escaped = format!(
+        "{HEADER}\n{}\n",
+        entry("custom", "a\\u0062", None, r#","custom_type":"x""#)
+    );
+    write_file(&path, &escaped);
+    let r = Store::open(
+        &path,
+        OpenOptions {
+            readonly: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.arena().id(0), "ab");
+    assert!(r.line(0).is_ok());
+}
+
+#[test]
 fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
