@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -174,14 +175,19 @@ class _EngineStorage(SessionStorage):
     _engine: _core.Engine
     _header: SessionHeader | None
 
-    def __init__(self, engine: _core.Engine) -> None:
+    def __init__(self, engine: _core.Engine, atomic: threading.RLock | None = None) -> None:
         self._engine = engine
         self._header = None
+        # Shared by every handle on one engine (see ``InMemorySessionStorage.share``).
+        self._atomic_lock = threading.RLock() if atomic is None else atomic
 
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._engine.closed
+
+    def atomic(self) -> threading.RLock:
+        return self._atomic_lock
 
     def _check(self) -> None:
         if self._engine.closed:
@@ -206,13 +212,14 @@ class _EngineStorage(SessionStorage):
     def set_leaf_id(self, entry_id: str | None) -> None:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
-        entry = LeafEntry(
-            id=self._engine.create_entry_id(),
-            parent_id=self.get_leaf_id(),
-            timestamp=now_iso(),
-            target_id=entry_id,
-        )
-        self._engine.append(entry_to_json(entry))
+        with self._atomic_lock:
+            entry = LeafEntry(
+                id=self._engine.create_entry_id(),
+                parent_id=self.get_leaf_id(),
+                timestamp=now_iso(),
+                target_id=entry_id,
+            )
+            self._engine.append(entry_to_json(entry))
 
     def create_entry_id(self) -> str:
         self._check()
