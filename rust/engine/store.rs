@@ -11,6 +11,8 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
 
 use crate::engine::arena::Arena;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
@@ -66,7 +68,7 @@ impl Store {
             index_min_bytes: None,
             indexed_len: 0,
             index_status: IndexStatus::Unused,
-            owner_pid: std::process::id(),
+            owner_pid: current_pid(),
         }
     }
 
@@ -79,7 +81,7 @@ impl Store {
 
     /// True in a forked child holding a copy of its parent's store.
     pub fn is_inherited(&self) -> bool {
-        self.owner_pid != std::process::id()
+        self.owner_pid != current_pid()
     }
 
     /// A writer's copy in a forked child may not write: the lock, the syncer and any
@@ -282,6 +284,30 @@ impl Store {
         self.arena = Arena::new();
         self.closed = true;
     }
+}
+
+/// This process's id, read once and refreshed in a forked child by a `pthread_atfork`
+/// handler: every append asks (a `getpid` system call each time cost ~0.1-0.3 µs).
+pub(crate) fn current_pid() -> u32 {
+    static PID: AtomicU32 = AtomicU32::new(0);
+    static HANDLER: Once = Once::new();
+    extern "C" fn in_child() {
+        // getpid is async-signal-safe, as a handler run by fork() requires.
+        PID.store(std::process::id(), Ordering::Relaxed);
+    }
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    // The handler is registered before the pid is first stored, so no fork after that
+    // can leave a child with its parent's pid.
+    // SAFETY: registers a plain function with no state; it only calls getpid.
+    HANDLER.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(in_child));
+    });
+    let pid = std::process::id();
+    PID.store(pid, Ordering::Relaxed);
+    pid
 }
 
 /// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,

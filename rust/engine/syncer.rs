@@ -44,7 +44,7 @@ impl Syncer {
     /// This process's syncer; starts its thread if there is none yet (or none in this
     /// process, after a fork). Fails when the thread cannot be started.
     fn get() -> Result<Arc<Syncer>> {
-        let pid = std::process::id();
+        let pid = crate::engine::store::current_pid();
         let mut current = lock(&CURRENT);
         if let Some(s) = current.as_ref().filter(|s| s.pid == pid) {
             return Ok(Arc::clone(s));
