@@ -8,6 +8,7 @@
 //! looks them up.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 mod build;
@@ -117,11 +118,15 @@ fn opt_idx(idx: u32) -> Option<u32> {
 #[pyclass(module = "sessiontree._core", name = "Engine", frozen)]
 pub struct PyEngine {
     store: Shared<Store>,
+    /// Mirrors the store's `closed`, so the check Python makes before every call needs no
+    /// lock (and does not wait behind a long append).
+    closed: AtomicBool,
 }
 
 impl PyEngine {
     fn new(store: Store) -> Self {
         PyEngine {
+            closed: AtomicBool::new(store.is_closed()),
             store: Shared::new(store),
         }
     }
@@ -381,9 +386,8 @@ impl PyEngine {
 
     /// True after close().
     #[getter]
-    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
-        let store = self.store.lock(py)?;
-        Ok(store.is_closed())
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// True for a read-only file engine.
@@ -804,7 +808,9 @@ impl PyEngine {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut held = self.store.lock(py)?;
         let store: &mut Store = &mut held;
-        py.detach(|| store.close()).map_err(|e| to_py_err(py, e))
+        let result = py.detach(|| store.close());
+        self.closed.store(store.is_closed(), Ordering::Release);
+        result.map_err(|e| to_py_err(py, e))
     }
 }
 
