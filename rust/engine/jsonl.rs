@@ -224,7 +224,7 @@ const CHUNK: usize = 8 << 20;
 
 /// The most lines handed to one `on_batch` call (real entries are kilobytes, so a chunk
 /// holds a few thousand; junk lines of one byte would be millions).
-const MAX_BATCH_LINES: usize = 1 << 16;
+const MAX_BATCH_LINES: usize = 1 << 14;
 
 /// One complete line of a batch: the line, its byte offset and its 1-based number.
 pub type BatchLine<'a> = (Line<'a>, u64, u64);
