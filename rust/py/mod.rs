@@ -494,6 +494,7 @@ impl PyEngine {
         u64,
     )> {
         let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         if idx as usize >= store.arena().len() {
             return Err(PyRuntimeError::new_err("index out of range"));
         }
@@ -725,6 +726,7 @@ impl PyEngine {
     /// The newest entry timestamp.
     fn newest_timestamp(&self, py: Python<'_>) -> PyResult<Option<String>> {
         let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         Ok(store.arena().newest_timestamp().map(str::to_owned))
     }
 

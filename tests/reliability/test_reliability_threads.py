@@ -174,10 +174,14 @@ def test_readers_and_closers_race_without_crashing(tmp_path: Path) -> None:
         outcomes: list[str] = []
 
         def read(session: st.Session = session, outcomes: list[str] = outcomes) -> None:
+            storage = session.storage
             for _ in range(200):
                 try:
                     session.get_branch()
                     session.build_context()
+                    storage.get_first_message("user")
+                    storage.get_newest_timestamp()
+                    storage.get_fork_source(None, "before").write_lines([0], [-1])
                     outcomes.append("ok")
                 except st.SessionError as exc:
                     assert exc.code == "closed", exc
