@@ -31,6 +31,7 @@ REEXPORTS = [
     (st, "ENTRY_TYPES", "ENTRY_TYPES"),
     (st, "ERROR_CODES", "ERROR_CODES"),
     (st, "DURABILITY_MODES", "DURABILITY_MODES"),
+    (st, "MAX_REPORTED_ISSUES", "MAX_REPORTED_ISSUES"),
 ]
 
 SETS = [
@@ -41,7 +42,7 @@ SETS = [
     "ERROR_CODES",
     "DURABILITY_MODES",
 ]
-NUMBERS = ["FORMAT_VERSION", "MAX_ID_BYTES", "MAX_LINE_BYTES", "MAX_DEPTH"]
+NUMBERS = ["FORMAT_VERSION", "MAX_ID_BYTES", "MAX_LINE_BYTES", "MAX_DEPTH", "MAX_REPORTED_ISSUES"]
 
 
 @pytest.mark.parametrize(("module", "name", "core_name"), REEXPORTS)
@@ -153,7 +154,7 @@ def test_engine_reads_ids_up_to_max_id_bytes() -> None:
     longest = line % (b"x" * _core.MAX_ID_BYTES)
     too_long = line % (b"y" * (_core.MAX_ID_BYTES + 1))
     loaded = _core.Engine.from_bytes(b"\n".join([header, longest, too_long, b""]))
-    issues, _ = loaded.report()
+    issues, _, _ = loaded.report()
     assert len(issues) == 1
     assert loaded.lookup("x" * _core.MAX_ID_BYTES) is not None
 

@@ -98,7 +98,7 @@ def test_memory_engine_basics() -> None:
     assert engine.leaf() is None
     assert engine.byte_len == len(HEADER) + 1
     assert engine.to_bytes() == HEADER + b"\n"
-    assert engine.report() == ([], 0)
+    assert engine.report() == ([], 0, [])
     assert engine.newest_timestamp() is None
     assert engine.stats() == (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0)
     assert isinstance(_core.__version__, str) and _core.__version__
@@ -228,8 +228,9 @@ def test_from_bytes_and_limits() -> None:
     data = HEADER + b"\n" + line("a", None) + b"\n" + b"junk\n" + line("b", "a") + b"\n"
     engine = _core.Engine.from_bytes(data)
     assert len(engine) == 2
-    issues, torn = engine.report()
+    issues, torn, counts = engine.report()
     assert torn == 0
+    assert counts == [("malformed", 1)]
     assert [(i[0], i[1], i[2]) for i in issues] == [
         (3, len(HEADER) + 1 + len(line("a", None)) + 1, "malformed")
     ]

@@ -74,6 +74,7 @@ from .storage import (
     SessionStorage,
 )
 from .types import (
+    MAX_REPORTED_ISSUES,
     ContextState,
     LoadIssue,
     LoadReport,
@@ -133,6 +134,7 @@ __all__ = [
     "ENTRY_TYPES",
     "ERROR_CODES",
     "FORK_POSITIONS",
+    "MAX_REPORTED_ISSUES",
     "THINKING_LEVELS",
     "ActiveToolsChangeEntry",
     "AgentMessage",

@@ -13,6 +13,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_ID_BYTES",
     "MAX_LINE_BYTES",
+    "MAX_REPORTED_ISSUES",
     "MESSAGE_ROLES",
     "MODEL",
     "STOP_REASONS",
@@ -36,6 +37,8 @@ MAX_LINE_BYTES: Final[int]
 """The default ``max_line_bytes``: the longest entry line accepted."""
 MAX_DEPTH: Final[int]
 """The default ``max_depth``: the deepest JSON nesting accepted."""
+MAX_REPORTED_ISSUES: Final[int]
+"""How many load issues a report keeps in full; past them it only counts them by kind."""
 ENTRY_TYPES: Final[tuple[str, ...]]
 """The entry ``type`` values the engine knows, in FORMAT.md's order."""
 MESSAGE_ROLES: Final[tuple[str, ...]]
@@ -128,7 +131,9 @@ class Engine:
     def torn_path(self) -> Path | None: ...
     def __len__(self) -> int: ...
     def to_bytes(self) -> bytes | None: ...
-    def report(self) -> tuple[list[tuple[int, int, str, str]], int]: ...
+    def report(
+        self,
+    ) -> tuple[list[tuple[int, int, str, str]], int, list[tuple[str, int]]]: ...
     def leaf(self) -> int | None: ...
     def lookup(self, id: str) -> int | None: ...
     def id_of(self, idx: int) -> str: ...

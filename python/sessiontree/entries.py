@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from . import _core
 from ._frozen import frozen
-from ._util import model_keys, now_iso, uuid7
+from ._util import iso_to_datetime, model_keys, now_iso, uuid7
 from .errors import SessionError
 from .messages import (
     _MESSAGE_CLASSES,
@@ -1316,6 +1316,14 @@ class SessionHeader(_Value):
         if not isinstance(self.id, str) or not self.id:
             raise _invalid(self, "id", "a non-empty str", self.id)
         _check_str(self, "timestamp", self.timestamp)
+        try:
+            # The engine refuses a file whose header time is not a time (FORMAT.md).
+            iso_to_datetime(self.timestamp)
+        except SessionError:
+            raise SessionError(
+                "invalid_argument",
+                f"SessionHeader.timestamp must be an ISO-8601 time, got {self.timestamp!r}",
+            ) from None
         cwd: object = self.cwd
         if isinstance(cwd, os.PathLike):
             cwd = os.fspath(cwd)
@@ -1386,7 +1394,7 @@ def header_to_dict(header: SessionHeader) -> dict[str, Any]:
     Raises:
         SessionError: ``invalid_argument`` if ``header`` is not a :class:`SessionHeader`.
 
-    >>> list(header_to_dict(SessionHeader("s1", "T", "/")))
+    >>> list(header_to_dict(SessionHeader("s1", "2026-11-30T16:48:30Z", "/")))
     ['type', 'version', 'id', 'timestamp', 'cwd', 'parent_session', 'metadata']
     """
     if not isinstance(header, SessionHeader):
@@ -1417,8 +1425,8 @@ def header_to_json(header: SessionHeader) -> bytes:
     Raises:
         SessionError: ``invalid_argument`` if ``metadata`` cannot be written as JSON.
 
-    >>> header_to_json(SessionHeader("s1", "T", "/"))
-    b'{"type":"session","version":3,"id":"s1","timestamp":"T","cwd":"/",\
+    >>> header_to_json(SessionHeader("s1", "2026-11-30T16:48:30Z", "/"))
+    b'{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T16:48:30Z","cwd":"/",\
 "parent_session":null,"metadata":null}'
     """
     return _dumps(header_to_dict(header), "header")
@@ -1435,11 +1443,13 @@ def header_from_dict(d: Any) -> SessionHeader:
 
     Raises:
         SessionError: ``corrupt`` if ``d`` is not a ``"session"`` object, lacks ``id``,
-            ``timestamp``, ``cwd`` or ``version``, has a field of the wrong type, or has a
-            ``version`` above :data:`FORMAT_VERSION`.
+            ``timestamp``, ``cwd`` or ``version``, has a field of the wrong type or a
+            ``timestamp`` that is not an ISO-8601 time, or has a ``version`` above
+            :data:`FORMAT_VERSION`.
 
-    >>> header_from_dict({"type": "session", "version": 3, "id": "s1", "timestamp": "T",
-    ...                   "cwd": "/"}).parent_session is None
+    >>> header = header_from_dict({"type": "session", "version": 3, "id": "s1",
+    ...                            "timestamp": "2026-11-30T16:48:30.123Z", "cwd": "/"})
+    >>> header.parent_session is None
     True
     """
     if not isinstance(d, dict) or d.get("type") != "session":
@@ -1482,7 +1492,9 @@ def header_from_json(raw: bytes | bytearray | memoryview | str) -> SessionHeader
     Raises:
         SessionError: ``corrupt`` for invalid UTF-8 or JSON, or an invalid header.
 
-    >>> header_from_json('{"type":"session","version":3,"id":"s1","timestamp":"T","cwd":"/"}').id
+    >>> header_from_json(
+    ...     '{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T16:48:30Z","cwd":"/"}'
+    ... ).id
     's1'
     """
     return header_from_dict(_loads(raw, "session header"))

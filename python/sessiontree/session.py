@@ -87,6 +87,9 @@ class Session:
                 "invalid_argument", "context_build_options must be SessionContextBuildOptions"
             )
         self._storage = storage
+        # Held across every read-the-leaf-then-append and every context build, so threads
+        # sharing this session (or its storage) take turns (``SessionStorage.atomic``).
+        self._atomic = storage.atomic()
         self._trusted_ids = type(storage) in _TRUSTED_STORAGES
         self._context_cache: ContextCache | None = None
         self.context_build_options = context_build_options or SessionContextBuildOptions()
@@ -118,30 +121,37 @@ class Session:
             cache.appended(entry, len(storage))
         return entry.id
 
+    def _add(self, make: Callable[..., SessionTreeEntry]) -> str:
+        """Builds an entry under the current leaf (``make(**base)``) and appends it, with
+        no other thread's append in between."""
+        with self._atomic:
+            return self._append(make(**self._base()))
+
     def append_message(self, message: AgentMessage) -> str:
         """Appends a message (user, assistant, tool result, ...)."""
         storage = self._storage
-        if self._trusted_ids and isinstance(message, _MESSAGE_CLASSES):
-            entry: MessageEntry = _message_entry_builder()(
-                storage.create_entry_id(), storage.get_leaf_id(), now_iso(), message
-            )
-        else:
-            entry = MessageEntry(message=message, **self._base())
-        return self._append(entry)
+        with self._atomic:
+            if self._trusted_ids and isinstance(message, _MESSAGE_CLASSES):
+                entry: MessageEntry = _message_entry_builder()(
+                    storage.create_entry_id(), storage.get_leaf_id(), now_iso(), message
+                )
+            else:
+                entry = MessageEntry(message=message, **self._base())
+            return self._append(entry)
 
     def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""
-        return self._append(ThinkingLevelChangeEntry(thinking_level=level, **self._base()))
+        return self._add(functools.partial(ThinkingLevelChangeEntry, thinking_level=level))
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         """Records a model change."""
-        return self._append(ModelChangeEntry(provider=provider, model_id=model_id, **self._base()))
+        return self._add(functools.partial(ModelChangeEntry, provider=provider, model_id=model_id))
 
     def append_active_tools_change(self, names: Sequence[str]) -> str:
         """Records the set of active tools."""
         if isinstance(names, str):
             raise SessionError("invalid_argument", "names must be a sequence of str, not a str")
-        return self._append(ActiveToolsChangeEntry(active_tool_names=names, **self._base()))
+        return self._add(functools.partial(ActiveToolsChangeEntry, active_tool_names=names))
 
     def append_compaction(
         self,
@@ -158,8 +168,9 @@ class Session:
         _require_str("first_kept_entry_id", first_kept_entry_id, optional=True)
         if first_kept_entry_id is not None and self._storage.get_entry(first_kept_entry_id) is None:
             raise SessionError("not_found", f"entry {first_kept_entry_id!r} not found")
-        return self._append(
-            CompactionEntry(
+        return self._add(
+            functools.partial(
+                CompactionEntry,
                 summary=summary,
                 first_kept_entry_id=first_kept_entry_id,
                 tokens_before=tokens_before,
@@ -167,25 +178,24 @@ class Session:
                 details=details,
                 usage=usage,
                 from_hook=from_hook,
-                **self._base(),
             )
         )
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """Appends application data (no context messages unless a projector is given)."""
-        return self._append(CustomEntry(custom_type=custom_type, data=data, **self._base()))
+        return self._add(functools.partial(CustomEntry, custom_type=custom_type, data=data))
 
     def append_custom_message_entry(
         self, custom_type: str, content: str, display: bool = True, details: Any = None
     ) -> str:
         """Appends a custom message that goes into the context."""
-        return self._append(
-            CustomMessageEntry(
+        return self._add(
+            functools.partial(
+                CustomMessageEntry,
                 custom_type=custom_type,
                 content=content,
                 details=details,
                 display=display,
-                **self._base(),
             )
         )
 
@@ -195,12 +205,12 @@ class Session:
         _require_str("label", label, optional=True)
         if self._storage.get_entry(target_id) is None:
             raise SessionError("not_found", f"entry {target_id!r} not found")
-        return self._append(LabelEntry(target_id=target_id, label=label, **self._base()))
+        return self._add(functools.partial(LabelEntry, target_id=target_id, label=label))
 
     def append_session_info(self, name: str | None) -> str:
         """Names the session (``None`` clears the name)."""
         _require_str("name", name, optional=True)
-        return self._append(SessionInfoEntry(name=name, **self._base()))
+        return self._add(functools.partial(SessionInfoEntry, name=name))
 
     def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None) -> str | None:
         """Moves the leaf to ``entry_id`` (``None``: before the first entry).
@@ -232,22 +242,24 @@ class Session:
         if summary is not None:
             assert entry_id is not None
             # Build (and so validate) the summary entry before anything is written.
-            branch = BranchSummaryEntry(
-                id=self._storage.create_entry_id(),
-                parent_id=entry_id,
-                timestamp=now_iso(),
-                from_id=entry_id,
-                summary=summary["summary"],
-                details=summary.get("details"),
-                usage=summary.get("usage"),
-                from_hook=summary.get("from_hook", False),
-            )
-            # Serialise it too (``details`` may not be JSON), so a bad summary cannot leave
-            # the leaf moved without its summary.
-            entry_to_json(branch)
+            with self._atomic:
+                branch = BranchSummaryEntry(
+                    id=self._storage.create_entry_id(),
+                    parent_id=entry_id,
+                    timestamp=now_iso(),
+                    from_id=entry_id,
+                    summary=summary["summary"],
+                    details=summary.get("details"),
+                    usage=summary.get("usage"),
+                    from_hook=summary.get("from_hook", False),
+                )
+                # Serialise it too (``details`` may not be JSON), so a bad summary cannot
+                # leave the leaf moved without its summary.
+                entry_to_json(branch)
+                self._storage.set_leaf_id(entry_id)
+                return self._append(branch)
+        with self._atomic:
             self._storage.set_leaf_id(entry_id)
-            return self._append(branch)
-        self._storage.set_leaf_id(entry_id)
         return None
 
     # -- reading -----------------------------------------------------------------------
@@ -310,10 +322,12 @@ class Session:
         :meth:`clear_context_cache`. Projector output is cached per entry and index, so
         a projector must depend only on those and the entries before it.
         """
-        cache = self._context_cache
-        if cache is None:
-            cache = self._context_cache = ContextCache()
-        return cache.build(self._storage, self.merge_context_build_options(options))
+        options = self.merge_context_build_options(options)
+        with self._atomic:
+            cache = self._context_cache
+            if cache is None:
+                cache = self._context_cache = ContextCache()
+            return cache.build(self._storage, options)
 
     def clear_context_cache(self) -> None:
         """Forgets the cached context (and the memory it holds); the next

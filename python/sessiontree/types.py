@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
+from . import _core
 from ._frozen import frozen
 
 if TYPE_CHECKING:
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from .messages import AgentMessage
 
 __all__ = [
+    "MAX_REPORTED_ISSUES",
     "ContextState",
     "LoadIssue",
     "LoadReport",
@@ -194,17 +196,48 @@ class LoadIssue:
     message: str
 
 
+MAX_REPORTED_ISSUES: Final[int] = _core.MAX_REPORTED_ISSUES
+"""How many issues a :class:`LoadReport` keeps in full (1,000); past them it only counts
+them by kind, so a file of millions of bad lines costs no memory for its problems."""
+
+
 @frozen
 class LoadReport:
-    """What opening a file found: the issues, and the size of a torn last line."""
+    """What opening a file found: the issues, and the size of a torn last line.
+
+    A file can hold millions of bad lines, so only the first
+    :data:`MAX_REPORTED_ISSUES` (1,000) issues are kept in full (and a torn
+    tail, always); ``counts`` counts every issue found, kept or not, by kind.
+
+    Attributes:
+        issues: the first issues, in file order.
+        torn_tail_bytes: bytes after the last newline (0 when the file ends cleanly).
+        counts: ``(kind, number)`` of every issue found, in the order of the kinds in
+            :class:`LoadIssue` (kinds never found are left out); ``dict(report.counts)``
+            maps them.
+
+    >>> LoadReport().ok
+    True
+    """
 
     issues: tuple[LoadIssue, ...] = ()
     torn_tail_bytes: int = 0
+    counts: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
         """True when the file had no problem at all."""
         return not self.issues and not self.torn_tail_bytes
+
+    @property
+    def issue_count(self) -> int:
+        """How many issues were found in all (``len(issues)`` when no counts are given)."""
+        return sum(n for _, n in self.counts) if self.counts else len(self.issues)
+
+    @property
+    def truncated(self) -> bool:
+        """True when some issues are only counted, not kept in ``issues``."""
+        return self.issue_count > len(self.issues)
 
 
 class TreeNode:

@@ -31,8 +31,7 @@ impl Store {
     pub fn inject_fault(&mut self, fault: Option<Fault>) {
         if let Backing::File(b) = &mut self.backing {
             if let (Some(Fault::Sync(errno)), Some(sync)) = (fault, &b.sync) {
-                let (lock, _) = &*sync.shared;
-                lock.lock().unwrap_or_else(|p| p.into_inner()).fault = Some(errno);
+                sync.inject_fault(errno);
                 return;
             }
             b.fault = fault;
@@ -108,5 +107,22 @@ pub(super) fn create_fault() -> Option<i32> {
 #[cfg(not(feature = "test-hooks"))]
 #[inline]
 pub(super) fn create_fault() -> Option<i32> {
+    None
+}
+
+/// Tests set `SESSIONTREE_TEST_FAIL_SPAWN=<errno>` to make starting the `group` syncer's
+/// thread fail (as it does when the process is out of threads or memory).
+#[cfg(feature = "test-hooks")]
+pub(super) fn spawn_fault() -> Option<i32> {
+    std::env::var("SESSIONTREE_TEST_FAIL_SPAWN")
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Never a fault without the `test-hooks` feature.
+#[cfg(not(feature = "test-hooks"))]
+#[inline]
+pub(super) fn spawn_fault() -> Option<i32> {
     None
 }

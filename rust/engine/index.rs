@@ -11,17 +11,21 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::engine::arena::Arena;
 use crate::engine::index_codec::Cursor;
-use crate::engine::jsonl::{create_private, IssueKind, LoadIssue};
+use crate::engine::jsonl::{
+    create_private, open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS,
+};
 
-// Bumped whenever the schema rules change: an index records which lines were accepted.
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x03";
+// Bumped whenever the schema rules change (an index records which lines were accepted)
+// or its layout does (4: the report's counts by kind).
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x04";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;
@@ -34,8 +38,10 @@ pub struct Loaded {
     pub covered: u64,
     /// Number of the first line after the covered prefix.
     pub next_line_no: u64,
-    /// Problems found in the covered prefix when it was scanned.
+    /// Problems found in the covered prefix when it was scanned (the first ones in full).
     pub issues: Vec<LoadIssue>,
+    /// Every problem found in the covered prefix, by kind.
+    pub counts: [u64; ISSUE_KINDS],
 }
 
 /// `<file>.idx`.
@@ -96,7 +102,7 @@ pub fn encode(
     arena: &Arena,
     covered: u64,
     next_line_no: u64,
-    issues: &[LoadIssue],
+    report: &LoadReport,
 ) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + arena.len() * 48);
     out.extend_from_slice(MAGIC);
@@ -104,10 +110,19 @@ pub fn encode(
     out.extend_from_slice(&covered.to_le_bytes());
     out.extend_from_slice(&prefix_check(file, header, covered)?.to_le_bytes());
     out.extend_from_slice(&next_line_no.to_le_bytes());
-    let kept: Vec<&LoadIssue> = issues
+    // A torn tail lies past the covered prefix: it is found again by the next scan.
+    let kept: Vec<&LoadIssue> = report
+        .issues
         .iter()
         .filter(|i| i.kind != IssueKind::TornTail)
         .collect();
+    for kind in IssueKind::ALL {
+        let n = match kind {
+            IssueKind::TornTail => 0,
+            _ => report.counts[kind as usize],
+        };
+        out.extend_from_slice(&n.to_le_bytes());
+    }
     out.extend_from_slice(&(kept.len() as u64).to_le_bytes());
     for i in kept {
         out.extend_from_slice(&i.line.to_le_bytes());
@@ -134,17 +149,57 @@ fn temp_path(path: &Path) -> PathBuf {
 /// The temporary name is fixed and created exclusively: two processes writing at once
 /// cannot mix their bytes (the second simply skips, the index is best effort), and a
 /// temporary file left by a killed writer is one known name, not a pattern to scan for.
+/// The writer holds a `flock` on it while it writes, so a leftover that nobody holds is
+/// known to be stale and is removed (see [`clear_stale_temp`]).
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = temp_path(path);
-    let mut f = create_private(&tmp)?;
-    let result = f.write_all(bytes).and_then(|()| {
-        drop(f);
-        std::fs::rename(&tmp, index_path(path))
-    });
+    let mut f = match create_private(&tmp) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && clear_stale_temp(&tmp) => {
+            create_private(&tmp)?
+        }
+        other => other?,
+    };
+    // Marks the file as being written; released when `f` is closed after the rename.
+    let _ = f.try_lock();
+    let result = f
+        .write_all(bytes)
+        .and_then(|()| std::fs::rename(&tmp, index_path(path)));
+    drop(f);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A temporary index younger than this may be between its creation and its writer's lock.
+const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// Removes the temporary index at `tmp` if it is a leftover: a regular file nobody holds
+/// locked and older than [`STALE_AFTER`], or anything but a regular file (planted at a
+/// name only the index uses). Never blocks; returns whether the name is free now.
+fn clear_stale_temp(tmp: &Path) -> bool {
+    let file = match open_regular(tmp, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(_) => return std::fs::remove_file(tmp).is_ok(),
+    };
+    if file.try_lock().is_err() {
+        return false; // another process is writing it
+    }
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    let age = meta
+        .modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok());
+    if age.is_none_or(|a| a < STALE_AFTER) {
+        return false;
+    }
+    // Only if the name still holds the file checked above.
+    let same = std::fs::symlink_metadata(tmp)
+        .is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()));
+    same && std::fs::remove_file(tmp).is_ok()
 }
 
 /// Why an index was not used.
@@ -158,8 +213,12 @@ pub enum Rejected {
 
 /// Loads and checks the index of `path` against `file` (whose first line is `header`).
 pub fn load(path: &Path, file: &File, header: &[u8], file_len: u64) -> Result<Loaded, Rejected> {
-    let Ok(index_file) = File::open(index_path(path)) else {
-        return Err(Rejected::Missing);
+    // A FIFO, device or symlink planted at the name is never waited on or followed: it is
+    // ignored like a damaged index, and replaced when the index is written again.
+    let index_file = match open_regular(&index_path(path), false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejected::Missing),
+        Err(_) => return Err(Rejected::Invalid),
     };
     // SAFETY: the map is only read, and only while `index_file` is open. Another process
     // replacing the index renames a new file over the name, which leaves this mapping's
@@ -190,6 +249,10 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
         return None;
     }
     let next_line_no = c.u64()?;
+    let mut counts = [0u64; ISSUE_KINDS];
+    for n in &mut counts {
+        *n = c.u64()?;
+    }
     let count = c.u64()?;
     let mut issues = Vec::new();
     for _ in 0..count {
@@ -216,14 +279,12 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
         covered,
         next_line_no,
         issues,
+        counts,
     })
 }
 
-/// Removes the `<file>.idx.tmp` a killed index writer may have left.
-///
-/// Called by a writer open (which holds the lock): one `unlink`, no directory scan. A
-/// reader writing an index at that very moment only loses its rename; the next open
-/// writes the index again.
+/// Removes the `<file>.idx.tmp` a killed index writer may have left (one `open`, no
+/// directory scan; a temporary file another process is writing is left alone).
 pub fn remove_stale_temp(path: &Path) {
-    let _ = std::fs::remove_file(temp_path(path));
+    clear_stale_temp(&temp_path(path));
 }

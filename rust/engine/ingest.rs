@@ -1,8 +1,7 @@
 //! Ingesting lines: scanned batches are parsed on every core, then applied to the arena in
 //! file order under the lenient reader's rules (or refused in strict mode).
 
-use std::io::{Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 
 use crate::engine::arena::RefProblem;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
@@ -27,7 +26,7 @@ impl Store {
                 .file
                 .metadata()
                 .map_or(0, |m| m.len().saturating_sub(offset)),
-            Backing::Memory(_) => 0,
+            Backing::Memory(_) | Backing::Closed(_) => 0,
         };
         let end = scan(
             reader,
@@ -41,7 +40,7 @@ impl Store {
         self.next_line_no = end.next_line_no;
         let file_len = match &self.backing {
             Backing::File(b) => b.file.metadata().map(|m| m.len()).unwrap_or(end.good_len),
-            Backing::Memory(_) => end.good_len,
+            Backing::Memory(_) | Backing::Closed(_) => end.good_len,
         };
         if let Backing::File(b) = &mut self.backing {
             b.written_len = end.good_len;
@@ -62,7 +61,7 @@ impl Store {
                 format!("line {line} (byte {offset}): {}: {message}", kind.as_str()),
             );
         }
-        self.report.issues.push(LoadIssue {
+        self.report.add(LoadIssue {
             line,
             offset,
             kind,
@@ -147,8 +146,7 @@ impl Store {
                 b.written_len,
                 b.path.clone(),
             ),
-            Backing::File(_) => return Ok(0),
-            Backing::Memory(_) => return Ok(0),
+            Backing::File(_) | Backing::Memory(_) | Backing::Closed(_) => return Ok(0),
         };
         let meta = std::fs::metadata(&path)
             .map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
@@ -159,13 +157,31 @@ impl Store {
                 format!("{} was replaced or truncated; reopen it", path.display()),
             );
         }
-        let mut f = file;
-        f.seek(SeekFrom::Start(offset))
-            .map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
-        let mut reader = std::io::BufReader::with_capacity(1 << 16, f);
+        // Positional reads: the descriptor's offset may be shared (a dup, a forked child).
+        let mut reader = std::io::BufReader::with_capacity(
+            1 << 16,
+            ReadAt {
+                file: &file,
+                pos: offset,
+            },
+        );
         let torn = self.scan_from(&mut reader, offset)?;
         self.report.torn_tail_bytes = torn;
         Ok(self.arena.len() - before)
+    }
+}
+
+/// `Read` by `pread` from a position, leaving the descriptor's own offset alone.
+struct ReadAt<'a> {
+    file: &'a std::fs::File,
+    pos: u64,
+}
+
+impl std::io::Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 

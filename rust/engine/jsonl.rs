@@ -135,6 +135,17 @@ pub enum IssueKind {
 }
 
 impl IssueKind {
+    /// Every kind, in declaration order (`kind as usize` indexes it).
+    pub const ALL: [IssueKind; ISSUE_KINDS] = [
+        IssueKind::TornTail,
+        IssueKind::Malformed,
+        IssueKind::InvalidUtf8,
+        IssueKind::DuplicateId,
+        IssueKind::DanglingParent,
+        IssueKind::UnknownLeafTarget,
+        IssueKind::TooLarge,
+    ];
+
     /// The string used by Python's `LoadIssue.kind`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -162,13 +173,33 @@ pub struct LoadIssue {
     pub message: String,
 }
 
+/// How many issues a report keeps in full; past them it only counts them by kind, so a
+/// file of millions of bad lines costs memory for its entries, not for its problems.
+pub const MAX_REPORTED_ISSUES: usize = 1000;
+
+/// The number of issue kinds (the length of [`LoadReport::counts`]).
+pub const ISSUE_KINDS: usize = 7;
+
 /// What a load found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadReport {
-    /// Problems in file order.
+    /// The first [`MAX_REPORTED_ISSUES`] problems in file order (and a torn tail, always).
     pub issues: Vec<LoadIssue>,
     /// Bytes after the last newline (0 when the file ends cleanly).
     pub torn_tail_bytes: u64,
+    /// Every problem found, kept or not, counted by kind (`IssueKind as usize`).
+    pub counts: [u64; ISSUE_KINDS],
+}
+
+impl LoadReport {
+    /// Records a problem: kept in full while under the cap (a torn tail always), counted
+    /// whatever.
+    pub fn add(&mut self, issue: LoadIssue) {
+        self.counts[issue.kind as usize] += 1;
+        if self.issues.len() < MAX_REPORTED_ISSUES || issue.kind == IssueKind::TornTail {
+            self.issues.push(issue);
+        }
+    }
 }
 
 /// Where a scan stopped.
@@ -190,6 +221,10 @@ pub enum Line<'a> {
 
 /// Read size: large enough that splitting a chunk's lines across cores pays off.
 const CHUNK: usize = 8 << 20;
+
+/// The most lines handed to one `on_batch` call (real entries are kilobytes, so a chunk
+/// holds a few thousand; junk lines of one byte would be millions).
+const MAX_BATCH_LINES: usize = 1 << 14;
 
 /// One complete line of a batch: the line, its byte offset and its 1-based number.
 pub type BatchLine<'a> = (Line<'a>, u64, u64);
@@ -213,9 +248,12 @@ pub fn scan<R: Read>(
     // While skipping an oversize line: where it started and how long it is so far.
     let mut skipping: Option<(u64, u64)> = None;
     loop {
-        {
+        // The complete lines in the buffer, in batches of at most MAX_BATCH_LINES: a chunk
+        // of millions of tiny lines must not cost a parse result per line at once.
+        loop {
             let mut spans: Vec<(usize, usize, u64, u64)> = Vec::new();
             let mut too_large: Option<(u64, u64, u64)> = None;
+            let mut full = false;
             while let Some(nl) = memchr(b'\n', &buf[start..end]) {
                 match skipping.take() {
                     Some((at, skipped)) => too_large = Some((skipped + nl as u64, at, line_no)),
@@ -223,6 +261,10 @@ pub fn scan<R: Read>(
                 }
                 line_no += 1;
                 start += nl + 1;
+                if spans.len() >= MAX_BATCH_LINES {
+                    full = true;
+                    break;
+                }
             }
             let mut batch: Vec<BatchLine<'_>> = Vec::with_capacity(spans.len() + 1);
             if let Some((n, at, no)) = too_large {
@@ -235,6 +277,9 @@ pub fn scan<R: Read>(
             );
             if !batch.is_empty() {
                 on_batch(&batch).map_err(io::Error::other)?;
+            }
+            if !full {
+                break;
             }
         }
         if let Some((_, skipped)) = &mut skipping {
@@ -292,13 +337,76 @@ pub fn scan_error(context: &Path, e: io::Error) -> EngineError {
     EngineError::io(format!("reading {}", context.display()), &e)
 }
 
-/// Opens `path` for a writer without following a symlink at the last component.
-pub fn open_nofollow(path: &Path, write: bool) -> io::Result<File> {
-    OpenOptions::new()
+/// Why [`open_regular`] refused a file that exists.
+#[derive(Debug)]
+pub struct NotRegular(&'static str);
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not a regular file (a {})", self.0)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// Opens an existing regular file: no symlink followed at the last component
+/// (`O_NOFOLLOW`, `ELOOP`), no wait on a FIFO or device (`O_NONBLOCK`, then `fstat`), and
+/// anything but a regular file refused with a [`NotRegular`] error.
+pub fn open_regular(path: &Path, write: bool) -> io::Result<File> {
+    let file = OpenOptions::new()
         .read(true)
         .write(write)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_dir() {
+            "directory"
+        } else if kind.is_fifo() {
+            "FIFO"
+        } else if kind.is_socket() {
+            "socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "device"
+        } else {
+            "special file"
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            NotRegular(what),
+        ));
+    }
+    // Back to ordinary blocking I/O (a no-op for regular files, but leave no surprise).
+    // SAFETY: fcntl on a descriptor this function owns; no memory is passed.
+    unsafe {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
+}
+
+/// The error of a failed [`open_regular`] of a session file, saying what was refused.
+pub fn open_error(path: &Path, e: &io::Error) -> EngineError {
+    if let Some(why) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<NotRegular>())
+    {
+        return EngineError::new(ErrorCode::Io, format!("{}: {why}", path.display()));
+    }
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        let mut err = EngineError::io(format!("opening {}", path.display()), e);
+        err.message = format!(
+            "{} is a symbolic link; a session is never opened through a link at its name \
+             (open the file it points to)",
+            path.display()
+        );
+        return err;
+    }
+    EngineError::io(format!("opening {}", path.display()), e)
 }
 
 /// Creates `path` exclusively, mode 0600 whatever the umask, without following symlinks.

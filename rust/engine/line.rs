@@ -321,12 +321,19 @@ struct RawHeader<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cwd: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    parent_session: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
 }
 
 /// The newest file-format version this engine reads and writes.
 pub const FORMAT_VERSION: u64 = 3;
 
-/// Checks the header line; returns the session id.
+/// Checks the header line, every field of it (FORMAT.md's header table); returns the
+/// session id. A header that opens is one Python's `SessionHeader` reads back.
 pub fn parse_header(line: &str) -> Result<String, LineError> {
     let raw: RawHeader<'_> = match serde_json::from_str(line) {
         Ok(raw) => raw,
@@ -347,17 +354,197 @@ pub fn parse_header(line: &str) -> Result<String, LineError> {
         }
         None => return line_err("session header has no valid integer `version`"),
     }
-    let id = req_str(raw.id, "id").map_err(|e| LineError(format!("session header: {e}")))?;
+    let in_header = |e: LineError| LineError(format!("session header: {e}"));
+    let id = req_str(raw.id, "id").map_err(in_header)?;
     if id.is_empty() {
         return line_err("session header has an empty `id`");
     }
-    req_str(raw.timestamp, "timestamp").map_err(|e| LineError(format!("session header: {e}")))?;
+    let timestamp = req_str(raw.timestamp, "timestamp").map_err(in_header)?;
+    if let Err(why) = check_timestamp(&timestamp) {
+        return line_err(format!(
+            "session header: `timestamp` {timestamp:?} is not an ISO-8601 time ({why})"
+        ));
+    }
+    req_str(raw.cwd, "cwd").map_err(in_header)?;
+    opt_str(raw.parent_session, "parent_session").map_err(in_header)?;
+    if let Some(m) = raw.metadata {
+        if m.get() != "null" && !m.get().starts_with('{') {
+            return line_err("session header: `metadata` must be an object or null");
+        }
+    }
     Ok(id.into_owned())
+}
+
+/// Checks an ISO-8601 date-time as sessiontree's Python reader accepts it:
+/// `YYYY-MM-DD[T ]HH:MM:SS[.fraction][Z|±HH[:]MM]`, a real date and time, within years
+/// 1 to 9999 once converted to UTC.
+pub fn check_timestamp(s: &str) -> Result<(), &'static str> {
+    let b = s.as_bytes();
+    let digits = |at: usize, n: usize| -> Option<i64> {
+        let part = b.get(at..at + n)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0')))
+    };
+    let sep = |at: usize, ok: &[u8]| b.get(at).is_some_and(|c| ok.contains(c));
+    let shape = "expected YYYY-MM-DDTHH:MM:SS";
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        digits(0, 4),
+        digits(5, 2),
+        digits(8, 2),
+        digits(11, 2),
+        digits(14, 2),
+        digits(17, 2),
+    ) else {
+        return Err(shape);
+    };
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return Err(shape);
+    }
+    let mut at = 19;
+    if sep(at, b".,") {
+        let n = b[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if !(1..=9).contains(&n) {
+            return Err("a fraction of a second has 1 to 9 digits");
+        }
+        at += 1 + n;
+    }
+    let offset_minutes = match b.get(at) {
+        None => 0,
+        Some(b'Z' | b'z') if at + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) => {
+            let colon = usize::from(sep(at + 3, b":"));
+            let (Some(h), Some(m)) = (digits(at + 1, 2), digits(at + 3 + colon, 2)) else {
+                return Err("a bad UTC offset");
+            };
+            if at + 5 + colon != b.len() {
+                return Err("text after the UTC offset");
+            }
+            if h > 23 || m > 59 {
+                return Err("a UTC offset out of range");
+            }
+            if sign == b'-' {
+                -(h * 60 + m)
+            } else {
+                h * 60 + m
+            }
+        }
+        Some(_) => return Err("text after the time"),
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if year < 1 || !(1..=12).contains(&month) {
+        return Err("no such date");
+    }
+    if day < 1 || day > month_days[(month - 1) as usize] {
+        return Err("no such date");
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return Err("no such time");
+    }
+    let utc = days_from_civil(year, month, day) * 1440 + hour * 60 + minute - offset_minutes;
+    let (first, last) = (
+        days_from_civil(1, 1, 1) * 1440,
+        days_from_civil(9999, 12, 31) * 1440 + 1439,
+    );
+    if !(first..=last).contains(&utc) {
+        return Err("outside the years 1 to 9999 in UTC");
+    }
+    Ok(())
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_timestamps_are_checked_as_python_reads_them() {
+        for ok in [
+            "2026-11-30T16:48:30.123Z",
+            "2026-11-30T16:48:30Z",
+            "2026-11-30 16:48:30",
+            "2026-11-30t16:48:30,5+01:00",
+            "2024-02-29T00:00:00.123456789-0530",
+            "0001-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999Z",
+        ] {
+            assert_eq!(check_timestamp(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "not a time",
+            "",
+            "2026-11-30",
+            "2026-13-01T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "2026-11-30T23:60:00Z",
+            "2026-11-30T23:59:60Z",
+            "2026-11-30T16:48:30.Z",
+            "2026-11-30T16:48:30.1234567890Z",
+            "2026-11-30T16:48:30+24:00",
+            "2026-11-30T16:48:30Zjunk",
+            "2026-11-30T16:48:30+01:00:00",
+            "0000-01-01T00:00:00Z",
+            "0001-01-01T00:00:00+00:01",
+            "9999-12-31T23:59:59-00:01",
+            "２０２６-11-30T16:48:30Z",
+        ] {
+            assert!(check_timestamp(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn headers_are_checked_field_by_field() {
+        let h = |extra: &str| {
+            format!(
+                r#"{{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z"{extra}}}"#
+            )
+        };
+        assert_eq!(parse_header(&h(r#","cwd":"/""#)).unwrap(), "s");
+        assert!(parse_header(&h(
+            r#","cwd":"/","parent_session":null,"metadata":{"a":[1]}"#
+        ))
+        .is_ok());
+        for bad in [
+            h(""),
+            h(r#","cwd":5"#),
+            h(r#","cwd":"/","parent_session":7"#),
+            h(r#","cwd":"/","metadata":[1]"#),
+            h(r#","cwd":"/","metadata":"x""#),
+        ] {
+            assert!(parse_header(&bad).is_err(), "{bad}");
+        }
+        let bad_time =
+            r#"{"type":"session","version":3,"id":"s","timestamp":"not a time","cwd":"/"}"#;
+        assert!(parse_header(bad_time).unwrap_err().0.contains("ISO-8601"));
+    }
 
     #[test]
     fn parses_base_fields_and_borrows() {
@@ -659,8 +846,10 @@ mod tests {
     #[test]
     fn header_rules() {
         assert_eq!(
-            parse_header(r#"{"type":"session","version":3,"id":"s1","timestamp":"t","cwd":"/"}"#)
-                .unwrap(),
+            parse_header(
+                r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}"#
+            )
+            .unwrap(),
             "s1"
         );
         assert!(

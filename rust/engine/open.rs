@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -14,11 +15,12 @@ use crate::engine::hooks;
 use crate::engine::hooks::Fault;
 use crate::engine::index;
 use crate::engine::jsonl::{
-    self, create_private, lock_writer, open_nofollow, scan, scan_error, Durability, Limits,
+    self, create_private, lock_writer, open_error, open_regular, scan, scan_error, Durability,
+    Limits,
 };
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
-use crate::engine::syncer::GroupSync;
+use crate::engine::syncer::{self, GroupSync};
 
 pub(super) struct FileBacking {
     pub(super) path: PathBuf,
@@ -36,9 +38,17 @@ pub(super) struct FileBacking {
     pub(super) fault: Option<Fault>,
 }
 
+/// What is left of a backing after `close()`: no descriptor, no buffers.
+pub(super) struct ClosedBacking {
+    pub(super) path: Option<PathBuf>,
+    pub(super) writable: bool,
+    pub(super) len: u64,
+}
+
 pub(super) enum Backing {
     Memory(Vec<u8>),
     File(FileBacking),
+    Closed(ClosedBacking),
 }
 
 /// Options for opening a file.
@@ -97,16 +107,25 @@ impl IndexStatus {
     }
 }
 
-fn check_header_line(line: &[u8]) -> Result<String> {
+fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    if limits.depth_exceeded(line) {
+        return err(
+            ErrorCode::Corrupt,
+            format!(
+                "session header nests deeper than the limit of {}",
+                limits.max_depth
+            ),
+        );
+    }
     parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
 }
 
 impl Store {
     /// A store kept in memory, starting from a header line (no newline).
     pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
-        let id = check_header_line(header)?;
+        let id = check_header_line(header, &limits)?;
         let mut buf = Vec::with_capacity(header.len() + 1);
         buf.extend_from_slice(header);
         buf.push(b'\n');
@@ -149,7 +168,7 @@ impl Store {
         durability: Durability,
         limits: Limits,
     ) -> Result<Store> {
-        let id = check_header_line(header)?;
+        let id = check_header_line(header, &limits)?;
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
@@ -162,6 +181,12 @@ impl Store {
         if path.symlink_metadata().is_ok() {
             return Err(exists());
         }
+        // Started before the file exists: a `group` writer that could not be synced must
+        // fail here, not after its file appeared.
+        let syncer = match durability {
+            Durability::Group => Some(syncer::ready()?),
+            _ => None,
+        };
         // The header is written under a temporary name and linked into place, so the
         // session name never shows a file without its header, even after a crash.
         let mut tmp = path.as_os_str().to_owned();
@@ -198,10 +223,10 @@ impl Store {
             jsonl::sync_parent_dir(path).map_err(io_err)?;
         }
         let meta = file.metadata().map_err(io_err)?;
-        let sync = (durability == Durability::Group)
-            .then(|| file.try_clone().ok())
-            .flatten()
-            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let sync = match syncer {
+            Some(()) => Some(GroupSync::start(file.as_raw_fd(), path.to_path_buf())?),
+            None => None,
+        };
         let backing = Backing::File(FileBacking {
             path: path.to_path_buf(),
             file,
@@ -225,14 +250,12 @@ impl Store {
     }
 
     /// Opens a session file; a writer takes the lock and cuts a torn tail into a side file.
+    ///
+    /// Readers and writers alike refuse a symlink at the session's name and anything but
+    /// a regular file (`io`), without waiting on a FIFO or device.
     pub fn open(path: &Path, opts: OpenOptions) -> Result<Store> {
         let ctx = |what: &str| format!("{what} {}", path.display());
-        let file = if opts.readonly {
-            File::open(path)
-        } else {
-            open_nofollow(path, true)
-        }
-        .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        let file = open_regular(path, !opts.readonly).map_err(|e| open_error(path, &e))?;
         if !opts.readonly {
             lock_writer(&file, path)?;
             index::remove_stale_temp(path);
@@ -240,12 +263,6 @@ impl Store {
         let meta = file
             .metadata()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        if !meta.is_file() {
-            return err(
-                ErrorCode::Io,
-                format!("{} is not a regular file", path.display()),
-            );
-        }
         // The header: read up to its newline.
         let mut reader = std::io::BufReader::with_capacity(1 << 16, &file);
         let mut header = Vec::new();
@@ -266,20 +283,22 @@ impl Store {
         if header.last() == Some(&b'\r') {
             header.pop();
         }
-        let id = check_header_line(&header)
+        let id = check_header_line(&header, &opts.limits)
             .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
         let header_len = reader
             .stream_position()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        let sync = (!opts.readonly && opts.durability == Durability::Group)
-            .then(|| file.try_clone().ok())
-            .flatten()
-            .map(|f| GroupSync::start(f, path.to_path_buf()));
+        let own = file
+            .try_clone()
+            .map_err(|e| EngineError::io(ctx("opening"), &e))?;
+        let sync = if !opts.readonly && opts.durability == Durability::Group {
+            Some(GroupSync::start(own.as_raw_fd(), path.to_path_buf())?)
+        } else {
+            None
+        };
         let backing = Backing::File(FileBacking {
             path: path.to_path_buf(),
-            file: file
-                .try_clone()
-                .map_err(|e| EngineError::io(ctx("opening"), &e))?,
+            file: own,
             writable: !opts.readonly,
             durability: opts.durability,
             pending: Vec::new(),
@@ -314,6 +333,7 @@ impl Store {
                     }
                     store.arena = loaded.arena;
                     store.report.issues = loaded.issues;
+                    store.report.counts = loaded.counts;
                     store.next_line_no = loaded.next_line_no;
                     store.indexed_len = loaded.covered;
                     store.index_status = IndexStatus::Loaded;
@@ -378,7 +398,7 @@ impl Store {
             &self.arena,
             b.written_len,
             self.next_line_no,
-            &self.report.issues,
+            &self.report,
         );
         match bytes.and_then(|bytes| index::write(&b.path, &bytes)) {
             Ok(()) => {

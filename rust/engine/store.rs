@@ -11,13 +11,14 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Once, OnceLock};
 
 use crate::engine::arena::Arena;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
 use crate::engine::lazy::{LazyLine, LineSource};
-use crate::engine::open::{Backing, FileBacking};
+use crate::engine::open::{Backing, ClosedBacking, FileBacking};
 
 #[cfg(feature = "test-hooks")]
 pub use crate::engine::hooks::Fault;
@@ -43,6 +44,9 @@ pub struct Store {
     pub(super) index_status: IndexStatus,
     /// Where lines handed out unread are read from (made on first use; file stores only).
     pub(super) lines: OnceLock<Option<Arc<LineSource>>>,
+    /// The process that made this store: after `fork()` a child holds a copy whose lock,
+    /// syncer and buffered appends are the parent's, and must leave them alone.
+    pub(super) owner_pid: u32,
 }
 
 impl Store {
@@ -68,13 +72,36 @@ impl Store {
             indexed_len: 0,
             index_status: IndexStatus::Unused,
             lines: OnceLock::new(),
+            owner_pid: current_pid(),
         }
     }
 
     pub(super) fn file_backing(&self) -> Option<&FileBacking> {
         match &self.backing {
             Backing::File(b) => Some(b),
-            Backing::Memory(_) => None,
+            Backing::Memory(_) | Backing::Closed(_) => None,
+        }
+    }
+
+    /// True in a forked child holding a copy of its parent's store.
+    pub fn is_inherited(&self) -> bool {
+        self.owner_pid != current_pid()
+    }
+
+    /// A writer's copy in a forked child may not write: the lock, the syncer and any
+    /// buffered appends belong to the parent (`locked`).
+    pub(super) fn check_owner(&self) -> Result<()> {
+        match self.file_backing() {
+            Some(b) if b.writable && self.is_inherited() => err(
+                ErrorCode::Locked,
+                format!(
+                    "{} is held by the writer of process {}, which opened it before fork(); \
+                     a forked child may read this storage and close it, not write to it",
+                    b.path.display(),
+                    self.owner_pid
+                ),
+            ),
+            _ => Ok(()),
         }
     }
 
@@ -116,7 +143,11 @@ impl Store {
 
     /// The file path, for file stores.
     pub fn path(&self) -> Option<&Path> {
-        self.file_backing().map(|b| b.path.as_path())
+        match &self.backing {
+            Backing::File(b) => Some(b.path.as_path()),
+            Backing::Closed(c) => c.path.as_deref(),
+            Backing::Memory(_) => None,
+        }
     }
 
     /// True after `close()`.
@@ -126,7 +157,11 @@ impl Store {
 
     /// True for a read-only file store.
     pub fn is_readonly(&self) -> bool {
-        self.file_backing().is_some_and(|b| !b.writable)
+        match &self.backing {
+            Backing::File(b) => !b.writable,
+            Backing::Closed(c) => c.path.is_some() && !c.writable,
+            Backing::Memory(_) => false,
+        }
     }
 
     /// Total bytes of the session (header and entries, pending ones included).
@@ -134,6 +169,7 @@ impl Store {
         match &self.backing {
             Backing::Memory(buf) => buf.len() as u64,
             Backing::File(b) => b.written_len + b.pending.len() as u64,
+            Backing::Closed(c) => c.len,
         }
     }
 
@@ -141,29 +177,54 @@ impl Store {
     pub fn memory_bytes(&self) -> Option<&[u8]> {
         match &self.backing {
             Backing::Memory(buf) => Some(buf),
-            Backing::File(_) => None,
+            Backing::File(_) | Backing::Closed(_) => None,
         }
     }
 
     /// The raw line of entry `idx` (no newline).
+    ///
+    /// A line read back from a file is checked to be the one indexed (its newline where
+    /// it was, the entry's id in it): a file truncated or rewritten under the store gives
+    /// `modified_externally`, an OS error `io`, never other bytes.
     pub fn line(&self, idx: u32) -> Result<Vec<u8>> {
         self.check_open()?;
         let node = self.arena.node(idx);
         let (off, len) = (node.offset, node.len as usize);
         match &self.backing {
             Backing::Memory(buf) => Ok(buf[off as usize..off as usize + len].to_vec()),
+            Backing::File(b) if off >= b.written_len => {
+                let start = (off - b.written_len) as usize;
+                Ok(b.pending[start..start + len].to_vec())
+            }
             Backing::File(b) => {
-                let mut out = vec![0u8; len];
-                if off >= b.written_len {
-                    let start = (off - b.written_len) as usize;
-                    out.copy_from_slice(&b.pending[start..start + len]);
-                } else {
-                    b.file.read_exact_at(&mut out, off).map_err(|e| {
-                        EngineError::io(format!("reading {}", b.path.display()), &e)
-                    })?;
+                // The line and the byte after it: its `\n` (or the `\r` of `\r\n`).
+                let mut out = vec![0u8; len + 1];
+                let changed = || {
+                    err(
+                        ErrorCode::ModifiedExternally,
+                        format!(
+                            "{} was changed by another program since it was read: entry {:?} \
+                             is no longer where it was (reopen it)",
+                            b.path.display(),
+                            self.arena.id(idx)
+                        ),
+                    )
+                };
+                match b.file.read_exact_at(&mut out, off) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return changed(),
+                    Err(e) => {
+                        return Err(EngineError::io(format!("reading {}", b.path.display()), &e))
+                    }
+                }
+                if !matches!(out.pop(), Some(b'\n' | b'\r'))
+                    || !line_has_id(&out, self.arena.id(idx))
+                {
+                    return changed();
                 }
                 Ok(out)
             }
+            Backing::Closed(_) => err(ErrorCode::Closed, "the session storage is closed"),
         }
     }
 
@@ -195,9 +256,18 @@ impl Store {
         }
     }
 
-    /// Flushes, stops the syncer, releases the lock. Idempotent.
+    /// Flushes, stops the syncer, releases the lock, then the descriptor and the memory
+    /// of the index, at once. Idempotent.
+    ///
+    /// In a forked child holding its parent's writer, only the child's own copies (the
+    /// descriptor, the memory) are released: the lock, the syncer and buffered appends are
+    /// the parent's, and are never flushed, stopped or unlocked from here.
     pub fn close(&mut self) -> Result<()> {
         if self.closed {
+            return Ok(());
+        }
+        if self.is_inherited() {
+            self.release();
             return Ok(());
         }
         let mut result = if self.poisoned.is_none() {
@@ -223,13 +293,69 @@ impl Store {
                 let _ = b.file.unlock();
             }
         }
-        self.closed = true;
+        self.release();
         result
+    }
+
+    /// Drops the backing (closing its descriptor) and the arena; marks the store closed.
+    fn release(&mut self) {
+        let closed = Backing::Closed(ClosedBacking {
+            path: self.path().map(Path::to_path_buf),
+            writable: !self.is_readonly(),
+            len: self.byte_len(),
+        });
+        // A child's copy of a `group` writer's syncer handle is dropped without a word to
+        // the syncer (whose thread and locks are the parent's).
+        drop(std::mem::replace(&mut self.backing, closed));
+        self.arena = Arena::new();
+        self.closed = true;
     }
 }
 
+/// This process's id, read once and refreshed in a forked child by a `pthread_atfork`
+/// handler: every append asks (a `getpid` system call each time cost ~0.1-0.3 µs).
+pub(crate) fn current_pid() -> u32 {
+    static PID: AtomicU32 = AtomicU32::new(0);
+    static HANDLER: Once = Once::new();
+    extern "C" fn in_child() {
+        // getpid is async-signal-safe, as a handler run by fork() requires.
+        PID.store(std::process::id(), Ordering::Relaxed);
+    }
+    let pid = PID.load(Ordering::Relaxed);
+    if pid != 0 {
+        return pid;
+    }
+    // The handler is registered before the pid is first stored, so no fork after that
+    // can leave a child with its parent's pid.
+    // SAFETY: registers a plain function with no state; it only calls getpid.
+    HANDLER.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(in_child));
+    });
+    let pid = std::process::id();
+    PID.store(pid, Ordering::Relaxed);
+    pid
+}
+
+/// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
+/// for an id the line spells with escapes, the line parses to that id.
+fn line_has_id(line: &[u8], id: &str) -> bool {
+    let mut quoted = Vec::with_capacity(id.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(id.as_bytes());
+    quoted.push(b'"');
+    if memchr::memmem::find(line, &quoted).is_some() {
+        return true;
+    }
+    let text = line.strip_suffix(b"\r").unwrap_or(line);
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| crate::engine::line::parse_entry(t, usize::MAX).ok())
+        .is_some_and(|p| p.id == id)
+}
+
 impl Drop for Store {
-    /// A store dropped without `close()` still flushes, stops its syncer and unlocks.
+    /// A store dropped without `close()` still flushes, stops its syncer and unlocks
+    /// (a forked child's copy releases only its own descriptor).
     fn drop(&mut self) {
         let _ = self.close();
     }

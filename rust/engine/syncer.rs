@@ -1,119 +1,219 @@
-//! The background syncer of `group` durability: appends mark the file dirty, one thread
-//! syncs it within a second, and a failed sync poisons every later append.
+//! The background syncer of `group` durability: one thread per process serves every
+//! `group` writer. An append marks its file dirty and queues it; the thread syncs each
+//! queued file within about a second, and a failed sync poisons that writer's later
+//! appends.
+//!
+//! One thread, not one per writer: 2,000 open writers cost one thread, and a thread that
+//! cannot be started is an error at open (never a writer that silently stops syncing).
+//! The thread holds no descriptor of its own: each writer lends it the raw fd of its file
+//! under a mutex that `stop` takes before the file is closed, so a close releases the
+//! descriptor at once and the syncer can never sync a number the process reused.
+//!
+//! After `fork()` the child has no syncer thread (threads do not survive a fork). A
+//! writer inherited by a child never touches its syncer (`Store` checks its owner pid
+//! first); a writer the child opens itself starts the child's own syncer.
 
-use std::fs::File;
+use std::os::fd::RawFd;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::engine::error::{EngineError, Result};
+use crate::engine::hooks;
 
-/// The background syncer of `group` durability.
-pub(super) struct GroupSync {
-    pub(super) shared: Arc<(Mutex<SyncState>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+/// Appends within this long of each other share one sync.
+const BATCH_DELAY: Duration = Duration::from_millis(20);
+
+/// Locks `m`, going on after a panic elsewhere (the state stays meaningful: flags only).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The process's syncer: a queue of dirty writers and the thread that drains it.
+struct Syncer {
+    /// The process that started the thread (a forked child needs its own).
+    pid: u32,
+    queue: Mutex<Vec<Arc<Member>>>,
+    wake: Condvar,
+}
+
+/// The syncer of this process, started on first use.
+static CURRENT: Mutex<Option<Arc<Syncer>>> = Mutex::new(None);
+
+impl Syncer {
+    /// This process's syncer; starts its thread if there is none yet (or none in this
+    /// process, after a fork). Fails when the thread cannot be started.
+    fn get() -> Result<Arc<Syncer>> {
+        let pid = crate::engine::store::current_pid();
+        let mut current = lock(&CURRENT);
+        if let Some(s) = current.as_ref().filter(|s| s.pid == pid) {
+            return Ok(Arc::clone(s));
+        }
+        let syncer = Arc::new(Syncer {
+            pid,
+            queue: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        });
+        let worker = Arc::clone(&syncer);
+        let spawned = match hooks::spawn_fault() {
+            Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+            None => std::thread::Builder::new()
+                .name("st-group-sync".into())
+                // The loop needs little stack; keep the thread's reservation small.
+                .stack_size(256 << 10)
+                .spawn(move || worker.run())
+                .map(drop),
+        };
+        spawned.map_err(|e| {
+            EngineError::io(
+                "starting the background syncer of `group` durability (use `flush` or \
+                 `fsync` durability, or free threads)",
+                &e,
+            )
+        })?;
+        *current = Some(Arc::clone(&syncer));
+        Ok(syncer)
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let mut queue = lock(&self.queue);
+                while queue.is_empty() {
+                    queue = self.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+                }
+            }
+            // Let a burst of appends (from one writer or many) share one sync each.
+            std::thread::sleep(BATCH_DELAY);
+            let batch = std::mem::take(&mut *lock(&self.queue));
+            for member in batch {
+                member.sync_now();
+            }
+        }
+    }
+
+    fn enqueue(&self, member: &Arc<Member>) {
+        lock(&self.queue).push(Arc::clone(member));
+        self.wake.notify_one();
+    }
+}
+
+/// One writer's part in the syncer.
+struct Member {
+    path: PathBuf,
+    /// The writer's file descriptor, or -1 once it stopped. Held while syncing, so a
+    /// writer's `stop` waits for a sync in flight before its file is closed.
+    fd: Mutex<RawFd>,
+    state: Mutex<SyncState>,
 }
 
 #[derive(Default)]
 pub(super) struct SyncState {
+    /// Written since the last sync started (and queued).
     dirty: bool,
-    stop: bool,
     failure: Option<EngineError>,
     /// An injected failure for the next background sync (tests).
     #[cfg(feature = "test-hooks")]
     pub(super) fault: Option<i32>,
 }
 
+impl Member {
+    fn sync_now(&self) {
+        let fault = {
+            let mut state = lock(&self.state);
+            if !state.dirty || state.failure.is_some() {
+                // A failed handle never syncs again.
+                state.dirty = false;
+                return;
+            }
+            state.dirty = false;
+            state.take_fault()
+        };
+        let res = {
+            let fd = lock(&self.fd);
+            if *fd < 0 {
+                return; // stopped: its close synced it
+            }
+            match fault {
+                Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+                // SAFETY: `fd` is the writer's open descriptor: `stop` sets it to -1 under
+                // this lock before the writer closes its file.
+                None => match unsafe { libc::fdatasync(*fd) } {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                },
+            }
+        };
+        if let Err(e) = res {
+            lock(&self.state).failure = Some(EngineError::io(
+                format!(
+                    "syncing {} (the storage is now unusable)",
+                    self.path.display()
+                ),
+                &e,
+            ));
+        }
+    }
+}
+
+/// Starts this process's syncer if it is not running yet; fails when it cannot be started.
+pub(super) fn ready() -> Result<()> {
+    Syncer::get().map(drop)
+}
+
+/// A `group` writer's handle on the process's syncer.
+pub(super) struct GroupSync {
+    syncer: Arc<Syncer>,
+    member: Arc<Member>,
+}
+
 impl GroupSync {
-    pub(super) fn start(file: File, path: PathBuf) -> GroupSync {
-        let shared = Arc::new((Mutex::new(SyncState::default()), Condvar::new()));
-        let worker = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("st-group-sync".into())
-            .spawn(move || {
-                let (lock, cvar) = &*worker;
-                let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
-                    if state.failure.is_some() {
-                        // A failed handle never syncs again; an append that raced the
-                        // failure must not leave `dirty` set, or this loop would spin.
-                        state.dirty = false;
-                    }
-                    if !state.dirty && !state.stop {
-                        state = cvar
-                            .wait_timeout(state, Duration::from_secs(1))
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0;
-                    }
-                    if state.dirty && state.failure.is_none() {
-                        state.dirty = false;
-                        let fault = state.take_fault();
-                        drop(state);
-                        // Wait a little so a burst of appends shares one sync.
-                        std::thread::sleep(Duration::from_millis(20));
-                        let res = match fault {
-                            Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-                            None => file.sync_data(),
-                        };
-                        state = lock.lock().unwrap_or_else(|p| p.into_inner());
-                        if let Err(e) = res {
-                            state.failure = Some(EngineError::io(
-                                format!("syncing {} (the storage is now unusable)", path.display()),
-                                &e,
-                            ));
-                        }
-                        continue;
-                    }
-                    if state.stop {
-                        break;
-                    }
-                }
-            })
-            .ok();
-        GroupSync { shared, thread }
+    /// Registers the writer whose file is `fd` (which must stay open until [`stop`]).
+    ///
+    /// [`stop`]: GroupSync::stop
+    pub(super) fn start(fd: RawFd, path: PathBuf) -> Result<GroupSync> {
+        Ok(GroupSync {
+            syncer: Syncer::get()?,
+            member: Arc::new(Member {
+                path,
+                fd: Mutex::new(fd),
+                state: Mutex::new(SyncState::default()),
+            }),
+        })
     }
 
+    /// Notes an append: the file is synced within about a second.
     pub(super) fn mark_dirty(&self) -> Result<()> {
-        let (lock, cvar) = &*self.shared;
-        let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = lock(&self.member.state);
         if let Some(f) = &state.failure {
             return Err(f.clone());
         }
         if !state.dirty {
             state.dirty = true;
-            cvar.notify_one();
+            drop(state);
+            self.syncer.enqueue(&self.member);
         }
         Ok(())
     }
 
-    pub(super) fn stop(&mut self) -> Result<()> {
-        {
-            let (lock, cvar) = &*self.shared;
-            let mut state = lock.lock().unwrap_or_else(|p| p.into_inner());
-            state.stop = true;
-            cvar.notify_one();
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let (lock, _) = &*self.shared;
-        let state = lock.lock().unwrap_or_else(|p| p.into_inner());
-        match &state.failure {
+    /// Fails with the syncer's error if a background sync of this file has failed.
+    pub(super) fn check(&self) -> Result<()> {
+        match &lock(&self.member.state).failure {
             Some(f) => Err(f.clone()),
             None => Ok(()),
         }
     }
-}
 
-impl GroupSync {
-    /// Fails with the syncer's error if a background sync has failed.
-    pub(super) fn mark_dirty_check(&self) -> Result<()> {
-        let (lock, _) = &*self.shared;
-        let state = lock.lock().unwrap_or_else(|p| p.into_inner());
-        match &state.failure {
-            Some(f) => Err(f.clone()),
-            None => Ok(()),
-        }
+    /// Leaves the syncer (waiting for a sync of this file in flight); the file may be
+    /// closed afterwards. Returns a background sync's failure, if one happened.
+    pub(super) fn stop(&mut self) -> Result<()> {
+        *lock(&self.member.fd) = -1;
+        self.check()
+    }
+
+    /// Makes the next background sync of this file fail with `errno` (tests).
+    #[cfg(feature = "test-hooks")]
+    pub(super) fn inject_fault(&self, errno: i32) {
+        lock(&self.member.state).fault = Some(errno);
     }
 }

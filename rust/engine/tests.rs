@@ -959,3 +959,112 @@ fn create_in_a_missing_directory_is_an_io_error_and_creates_nothing() {
     assert!(!path.parent().unwrap().exists());
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn reports_keep_the_first_issues_and_count_the_rest_also_through_the_index() {
+    use crate::engine::jsonl::MAX_REPORTED_ISSUES;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let junk = 3 * MAX_REPORTED_ISSUES + 7;
+    let mut body = format!("{HEADER}\n{}\n", user("a", None));
+    body.push_str(&"x\n".repeat(junk));
+    body.push_str(&format!("{}\n", user("a", None))); // a duplicate, past the cap
+    body.push_str(r#"{"type":"custom","id":"torn""#);
+    write_file(&path, &body);
+    let check = |s: &Store| {
+        let r = s.report();
+        assert_eq!(r.counts[IssueKind::Malformed as usize], junk as u64);
+        assert_eq!(r.counts[IssueKind::DuplicateId as usize], 1);
+        assert_eq!(r.counts[IssueKind::TornTail as usize], 1);
+        // The first issues in full, and the torn tail whatever the cap.
+        assert_eq!(r.issues.len(), MAX_REPORTED_ISSUES + 1);
+        assert_eq!(r.issues[0].line, 3);
+        assert_eq!(r.issues.last().unwrap().kind, IssueKind::TornTail);
+    };
+    let first = open_indexed(&path, true);
+    check(&first);
+    drop(first);
+    let again = open_indexed(&path, true);
+    assert_eq!(
+        again.index_status(),
+        crate::engine::store::IndexStatus::Loaded
+    );
+    check(&again);
+    // Millions of junk lines are parsed in bounded batches: the memory test is Python's
+    // (tests/reliability/test_reliability_resources.py).
+    let m = Store::memory_from_bytes(body.as_bytes(), false, Limits::default()).unwrap();
+    check(&m);
+}
+
+#[test]
+fn a_line_that_changed_under_the_store_is_modified_externally() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    chain_file(&path, 10, false);
+    let r = Store::open(
+        &path,
+        OpenOptions {
+            readonly: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let last = r.arena().len() as u32 - 1;
+    let at = r.arena().node(last).offset;
+    let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(at).unwrap();
+    assert_eq!(
+        r.line(last).unwrap_err().code,
+        ErrorCode::ModifiedExternally
+    );
+    // Grown back with another entry at the same offset: still not the line indexed.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(format!("{}\n", user("someone-else", Some("e8"))).as_bytes())
+        .unwrap();
+    assert_eq!(
+        r.line(last).unwrap_err().code,
+        ErrorCode::ModifiedExternally
+    );
+    assert!(r.line(0).is_ok());
+    // An id the line spells with an escape is still recognised (the slow path).
+    let escaped = format!(
+        "{HEADER}\n{}\n",
+        entry("custom", "a\\u0062", None, r#","custom_type":"x""#)
+    );
+    write_file(&path, &escaped);
+    let r = Store::open(
+        &path,
+        OpenOptions {
+            readonly: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.arena().id(0), "ab");
+    assert!(r.line(0).is_ok());
+}
+
+#[test]
+fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut w = Store::create(
+        &path,
+        HEADER.as_bytes(),
+        Durability::Group,
+        Limits::default(),
+    )
+    .unwrap();
+    w.append(user("a", None).as_bytes()).unwrap();
+    let len = w.byte_len();
+    w.close().unwrap();
+    assert!(w.is_closed());
+    assert_eq!(w.path(), Some(path.as_path()));
+    assert_eq!(w.byte_len(), len);
+    assert_eq!(w.arena().len(), 0);
+    assert_eq!(w.line(0).unwrap_err().code, ErrorCode::Closed);
+    // The lock went with the descriptor: a new writer opens at once.
+    let mut again = Store::open(&path, OpenOptions::default()).unwrap();
+    again.append(user("b", Some("a")).as_bytes()).unwrap();
+    again.close().unwrap();
+}

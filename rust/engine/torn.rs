@@ -1,6 +1,7 @@
 //! Torn tails: a last line without its newline (a crash mid-write) is reported, and a writer
 //! open cuts it into a `<file>.torn-<UTC stamp>` side file before appending.
 
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -32,10 +33,6 @@ impl Store {
         // Owned, so the closure does not hold `b` borrowed across the fault probe below.
         let path = b.path.clone();
         let ctx = |what: &str| format!("{what} {}", path.display());
-        let mut tail = vec![0u8; torn as usize];
-        b.file
-            .read_exact_at(&mut tail, b.written_len)
-            .map_err(|e| EngineError::io(ctx("reading the torn tail of"), &e))?;
         let stamp = jsonl::utc_stamp();
         let mut attempt = 0u32;
         let (side, mut f) = loop {
@@ -56,7 +53,7 @@ impl Store {
         };
         let saved = match b.take_write_fault() {
             Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-            None => f.write_all(&tail).and_then(|()| f.sync_all()),
+            None => copy_range(&b.file, b.written_len, torn, &mut f).and_then(|()| f.sync_all()),
         };
         if let Err(e) = saved {
             // A partial copy would look like a complete one: keep the torn bytes in place.
@@ -72,3 +69,26 @@ impl Store {
         Ok(())
     }
 }
+
+/// Copies `len` bytes of `from` at `offset` to `to` through a small buffer: a torn tail
+/// can be gigabytes (a line that never ended), and is never held in memory whole.
+fn copy_range(from: &File, offset: u64, len: u64, to: &mut File) -> std::io::Result<()> {
+    let mut buf = vec![0u8; COPY_CHUNK.min(len as usize)];
+    let mut done = 0u64;
+    while done < len {
+        let want = buf.len().min((len - done) as usize);
+        let n = from.read_at(&mut buf[..want], offset + done)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file shrank while its torn tail was being saved",
+            ));
+        }
+        to.write_all(&buf[..n])?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
+/// The buffer of [`copy_range`].
+const COPY_CHUNK: usize = 1 << 20;

@@ -26,6 +26,7 @@ impl Store {
         if self.is_readonly() {
             return err(ErrorCode::Readonly, "the session storage is read-only");
         }
+        self.check_owner()?;
         if line.len() > self.limits.max_line_bytes {
             return err(
                 ErrorCode::LimitExceeded,
@@ -103,7 +104,7 @@ impl Store {
             return Ok(());
         };
         if let Some(sync) = &b.sync {
-            if let Err(e) = sync.mark_dirty_check() {
+            if let Err(e) = sync.check() {
                 self.poisoned = Some(e.clone());
                 return Err(e);
             }
@@ -127,11 +128,20 @@ impl Store {
     /// Writes buffered appends and, unless durability is `none`, syncs them.
     pub fn flush(&mut self) -> Result<()> {
         self.check_open()?;
+        self.check_owner()?;
         let Backing::File(b) = &mut self.backing else {
             return Ok(());
         };
         if !b.writable {
             return Ok(());
+        }
+        // A background sync that failed may have lost what it covered: a later sync
+        // succeeding proves nothing about it, so the failure is this call's too.
+        if let Some(sync) = &b.sync {
+            if let Err(e) = sync.check() {
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
         }
         if !b.pending.is_empty() {
             if let Err(e) = write_pending(b) {

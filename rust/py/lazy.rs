@@ -54,7 +54,10 @@ impl LineRef {
         {
             return Ok(entry);
         }
-        super::line_dict(py, &bytes, self.root)
+        super::line_dict(py, &bytes, self.root).map_err(|e| {
+            let what = format!("the session file (line at byte {})", self.line.offset());
+            super::changed_line(py, &what, &self.id.bind(py).to_string_lossy(), &e)
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

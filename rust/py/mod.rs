@@ -8,11 +8,13 @@
 //! looks them up.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 mod build;
 mod lazy;
 mod pyjson;
+mod shared;
 mod tree;
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
@@ -21,13 +23,16 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple, PyType}
 
 use crate::engine::arena::{Kind, Role, ENTRY_TYPES, MESSAGE_ROLES, NONE};
 use crate::engine::error::ERROR_CODES;
-use crate::engine::jsonl::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_LINE_BYTES, DURABILITY_MODES};
+use crate::engine::jsonl::{
+    IssueKind, DEFAULT_MAX_DEPTH, DEFAULT_MAX_LINE_BYTES, DURABILITY_MODES, MAX_REPORTED_ISSUES,
+};
 use crate::engine::line::{FORMAT_VERSION, MAX_ID_BYTES};
 use crate::engine::model::{STOP_REASONS, THINKING_LEVELS};
 #[cfg(feature = "test-hooks")]
 use crate::engine::store::Fault;
 use crate::engine::store::{OpenOptions, DEFAULT_INDEX_MIN_BYTES};
 use crate::engine::{Durability, EngineError, ErrorCode, Limits, Store};
+use shared::Shared;
 
 /// The `SessionError` subclass of each code, in `ErrorCode::ALL` order; registered once by
 /// `sessiontree.errors` (a reload registers again and replaces them).
@@ -121,6 +126,20 @@ fn line_dict<'py>(py: Python<'py>, line: &[u8], root: bool) -> PyResult<Bound<'p
     Ok(obj)
 }
 
+/// The error for a line that no longer parses as it did when the engine read it.
+fn changed_line(py: Python<'_>, what: &str, id: &str, e: &PyErr) -> PyErr {
+    to_py_err(
+        py,
+        EngineError::new(
+            ErrorCode::ModifiedExternally,
+            format!(
+                "{what} was changed by another program since it was read: the line of \
+                 entry {id:?} no longer parses ({e}); reopen it"
+            ),
+        ),
+    )
+}
+
 /// Entries as `Engine.entries` hands them out: objects, with the positions of those
 /// handed out as dicts for Python's readers.
 type Entries<'py> = (Bound<'py, PyList>, Vec<usize>);
@@ -130,14 +149,27 @@ fn opt_idx(idx: u32) -> Option<u32> {
 }
 
 /// One session's engine: the arena over a file or a memory buffer.
-#[pyclass(module = "sessiontree._core", name = "Engine")]
+///
+/// Frozen and shareable between threads: the store sits behind a mutex that a call waits
+/// for with the GIL released (`shared.rs`), so threads sharing a storage take turns.
+#[pyclass(module = "sessiontree._core", name = "Engine", frozen)]
 pub struct PyEngine {
-    store: Store,
+    store: Shared<Store>,
+    /// Mirrors the store's `closed`, so the check Python makes before every call needs no
+    /// lock (and does not wait behind a long append).
+    closed: AtomicBool,
 }
 
 impl PyEngine {
-    fn idx(&self, py: Python<'_>, id: &str) -> PyResult<u32> {
-        self.store.arena().lookup(id).ok_or_else(|| {
+    fn new(store: Store) -> Self {
+        PyEngine {
+            closed: AtomicBool::new(store.is_closed()),
+            store: Shared::new(store),
+        }
+    }
+
+    fn idx(store: &Store, py: Python<'_>, id: &str) -> PyResult<u32> {
+        store.arena().lookup(id).ok_or_else(|| {
             to_py_err(
                 py,
                 EngineError::new(
@@ -148,8 +180,8 @@ impl PyEngine {
         })
     }
 
-    fn lines_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let len = self.store.arena().len();
+    fn lines_of<'py>(store: &Store, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let len = store.arena().len();
         if let Some(bad) = idxs.iter().find(|&&i| i as usize >= len) {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
                 "entry index {bad} out of range (0..{len})"
@@ -157,18 +189,31 @@ impl PyEngine {
         }
         let mut out = Vec::with_capacity(idxs.len());
         for &i in idxs {
-            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            let line = store.line(i).map_err(|e| to_py_err(py, e))?;
             out.push(PyBytes::new(py, &line));
         }
         PyList::new(py, out)
     }
 
-    fn dict_of<'py>(&self, py: Python<'py>, i: u32, line: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        line_dict(py, line, self.store.arena().node(i).parent == NONE)
+    /// Entry `i`'s line as a dict for Python's readers (`line_dict`). The engine checked
+    /// this line when it read it: one that no longer parses was rewritten under the store
+    /// by another program.
+    fn dict_of<'py>(
+        store: &Store,
+        py: Python<'py>,
+        i: u32,
+        line: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        line_dict(py, line, store.arena().node(i).parent == NONE).map_err(|e| {
+            let what = store
+                .path()
+                .map_or_else(|| "the session".to_owned(), |p| p.display().to_string());
+            changed_line(py, &what, store.arena().id(i), &e)
+        })
     }
 
-    fn check_idxs(&self, idxs: &[u32]) -> PyResult<()> {
-        let len = self.store.arena().len();
+    fn check_idxs(store: &Store, idxs: &[u32]) -> PyResult<()> {
+        let len = store.arena().len();
         match idxs.iter().find(|&&i| i as usize >= len) {
             Some(bad) => Err(pyo3::exceptions::PyIndexError::new_err(format!(
                 "entry index {bad} out of range (0..{len})"
@@ -177,12 +222,16 @@ impl PyEngine {
         }
     }
 
-    fn objects_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        self.check_idxs(idxs)?;
+    fn objects_of<'py>(
+        store: &Store,
+        py: Python<'py>,
+        idxs: &[u32],
+    ) -> PyResult<Bound<'py, PyList>> {
+        Self::check_idxs(store, idxs)?;
         let out = PyList::empty(py);
         for &i in idxs {
-            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
-            out.append(self.dict_of(py, i, &line)?)?;
+            let line = store.line(i).map_err(|e| to_py_err(py, e))?;
+            out.append(Self::dict_of(store, py, i, &line)?)?;
         }
         Ok(out)
     }
@@ -192,19 +241,22 @@ impl PyEngine {
     /// built by the binding where it can (`build.rs`: message entries of the user,
     /// assistant and tool-result roles), else handed out as the dicts of `objects_of` for
     /// Python's readers to build.
-    fn entries_of<'py>(&self, py: Python<'py>, idxs: &[u32]) -> PyResult<Entries<'py>> {
-        self.check_idxs(idxs)?;
+    fn entries_of<'py>(store: &Store, py: Python<'py>, idxs: &[u32]) -> PyResult<Entries<'py>> {
+        Self::check_idxs(store, idxs)?;
         let Some(registry) = build::registry() else {
-            return Ok((self.objects_of(py, idxs)?, (0..idxs.len()).collect()));
+            return Ok((
+                Self::objects_of(store, py, idxs)?,
+                (0..idxs.len()).collect(),
+            ));
         };
-        let arena = self.store.arena();
+        let arena = store.arena();
         let out = PyList::empty(py);
         let mut dicts = Vec::new();
         // The previous entry's index and id: on a path, it is the next one's parent.
         let mut prev: Option<(u32, Bound<'py, PyString>)> = None;
         for &i in idxs {
             let node = arena.node(i);
-            if let Some(line) = self.store.lazy_line(i) {
+            if let Some(line) = store.lazy_line(i) {
                 let id = PyString::new(py, arena.id(i));
                 let parent = match (&prev, node.parent) {
                     (_, NONE) => None,
@@ -227,7 +279,7 @@ impl PyEngine {
                 }
             }
             prev = None;
-            let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+            let line = store.line(i).map_err(|e| to_py_err(py, e))?;
             let built = if node.kind == Kind::Message {
                 registry.message_entry(py, &line, node.role, node.parent == NONE)
             } else {
@@ -237,16 +289,37 @@ impl PyEngine {
                 Some(entry) => out.append(entry)?,
                 None => {
                     dicts.push(out.len());
-                    out.append(self.dict_of(py, i, &line)?)?;
+                    out.append(Self::dict_of(store, py, i, &line)?)?;
                 }
             }
         }
         Ok((out, dicts))
     }
 
+    /// Indices of the path from the root to `id` (`to_compaction`: cut at the compaction).
+    fn path_of(
+        store: &Store,
+        py: Python<'_>,
+        id: Option<&str>,
+        to_compaction: bool,
+    ) -> PyResult<Vec<u32>> {
+        Self::check(store, py)?;
+        Ok(match id {
+            None => Vec::new(),
+            Some(id) => {
+                let i = Self::idx(store, py, id)?;
+                if to_compaction {
+                    store.arena().path_to_root_or_compaction(i)
+                } else {
+                    store.arena().path_to_root(i)
+                }
+            }
+        })
+    }
+
     /// `closed` after close, `io` once a failed write or sync poisoned the store.
-    fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.store.check_open().map_err(|e| to_py_err(py, e))
+    fn check(store: &Store, py: Python<'_>) -> PyResult<()> {
+        store.check_open().map_err(|e| to_py_err(py, e))
     }
 }
 
@@ -264,7 +337,7 @@ impl PyEngine {
     ) -> PyResult<Self> {
         let store = Store::memory(header, limits(max_line_bytes, max_depth, max_id_bytes))
             .map_err(|e| to_py_err(py, e))?;
-        Ok(PyEngine { store })
+        Ok(PyEngine::new(store))
     }
 
     /// A memory engine loaded from a whole JSONL document.
@@ -280,7 +353,7 @@ impl PyEngine {
     ) -> PyResult<Self> {
         let lim = limits(max_line_bytes, max_depth, max_id_bytes);
         let store = Store::memory_from_bytes(data, strict, lim).map_err(|e| to_py_err(py, e))?;
-        Ok(PyEngine { store })
+        Ok(PyEngine::new(store))
     }
 
     /// Creates a session file (exclusive, 0600) holding `header`.
@@ -305,7 +378,7 @@ impl PyEngine {
             .map_err(|e| to_py_err(py, e))?;
         store
             .set_index_min_bytes(index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)));
-        Ok(PyEngine { store })
+        Ok(PyEngine::new(store))
     }
 
     /// Opens a session file.
@@ -334,102 +407,130 @@ impl PyEngine {
         let store = py
             .detach(|| Store::open(&path, opts))
             .map_err(|e| to_py_err(py, e))?;
-        Ok(PyEngine { store })
+        Ok(PyEngine::new(store))
     }
 
     /// The header line.
-    fn header<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.store.header())
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let store = self.store.lock(py)?;
+        Ok(PyBytes::new(py, store.header()))
     }
 
     /// The session id.
     #[getter]
-    fn session_id(&self) -> &str {
-        self.store.session_id()
+    fn session_id(&self, py: Python<'_>) -> PyResult<String> {
+        let store = self.store.lock(py)?;
+        Ok(store.session_id().to_owned())
     }
 
     /// The file path, or None for memory engines.
     #[getter]
-    fn path(&self) -> Option<PathBuf> {
-        self.store.path().map(PathBuf::from)
+    fn path(&self, py: Python<'_>) -> PyResult<Option<PathBuf>> {
+        let store = self.store.lock(py)?;
+        Ok(store.path().map(PathBuf::from))
     }
 
     /// True after close().
     #[getter]
     fn closed(&self) -> bool {
-        self.store.is_closed()
+        self.closed.load(Ordering::Acquire)
     }
 
     /// True for a read-only file engine.
     #[getter]
-    fn readonly(&self) -> bool {
-        self.store.is_readonly()
+    fn readonly(&self, py: Python<'_>) -> PyResult<bool> {
+        let store = self.store.lock(py)?;
+        Ok(store.is_readonly())
     }
 
     /// Bytes of the session document.
     #[getter]
-    fn byte_len(&self) -> u64 {
-        self.store.byte_len()
+    fn byte_len(&self, py: Python<'_>) -> PyResult<u64> {
+        let store = self.store.lock(py)?;
+        Ok(store.byte_len())
     }
 
     /// What happened to the persisted index at open: unused, loaded, created or rebuilt.
     #[getter]
-    fn index_status(&self) -> &'static str {
-        self.store.index_status().as_str()
+    fn index_status(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let store = self.store.lock(py)?;
+        Ok(store.index_status().as_str())
     }
 
     /// Where a writer open saved a torn tail.
     #[getter]
-    fn torn_path(&self) -> Option<PathBuf> {
-        self.store.torn_path().map(PathBuf::from)
+    fn torn_path(&self, py: Python<'_>) -> PyResult<Option<PathBuf>> {
+        let store = self.store.lock(py)?;
+        Ok(store.torn_path().map(PathBuf::from))
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.check(py)?;
-        Ok(self.store.arena().len())
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.arena().len())
     }
 
     /// The whole document of a memory engine.
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.store.memory_bytes().map(|b| PyBytes::new(py, b))
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let store = self.store.lock(py)?;
+        Ok(store.memory_bytes().map(|b| PyBytes::new(py, b)))
     }
 
-    /// (issues as (line, offset, kind, message) tuples, torn_tail_bytes).
-    fn report(&self) -> (Vec<(u64, u64, &'static str, String)>, u64) {
-        let r = self.store.report();
+    /// (issues as (line, offset, kind, message) tuples, torn_tail_bytes, (kind, count)
+    /// of every issue found, kept or not; kinds never found left out).
+    #[allow(clippy::type_complexity)]
+    fn report(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(
+        Vec<(u64, u64, &'static str, String)>,
+        u64,
+        Vec<(&'static str, u64)>,
+    )> {
+        let store = self.store.lock(py)?;
+        let r = store.report();
         let issues = r
             .issues
             .iter()
             .map(|i| (i.line, i.offset, i.kind.as_str(), i.message.clone()))
             .collect();
-        (issues, r.torn_tail_bytes)
+        let counts = IssueKind::ALL
+            .iter()
+            .map(|k| (k.as_str(), r.counts[*k as usize]))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        Ok((issues, r.torn_tail_bytes, counts))
     }
 
     /// The current leaf's index, or None.
     fn leaf(&self, py: Python<'_>) -> PyResult<Option<u32>> {
-        self.check(py)?;
-        Ok(opt_idx(self.store.arena().leaf()))
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(opt_idx(store.arena().leaf()))
     }
 
     /// The index of `id`, or None.
     fn lookup(&self, py: Python<'_>, id: &str) -> PyResult<Option<u32>> {
-        self.check(py)?;
-        Ok(self.store.arena().lookup(id))
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.arena().lookup(id))
     }
 
     /// The id of entry `idx`.
     fn id_of(&self, py: Python<'_>, idx: u32) -> PyResult<String> {
-        self.check(py)?;
-        if idx as usize >= self.store.arena().len() {
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        if idx as usize >= store.arena().len() {
             return Err(PyRuntimeError::new_err("index out of range"));
         }
-        Ok(self.store.arena().id(idx).to_owned())
+        Ok(store.arena().id(idx).to_owned())
     }
 
     /// (type, role, parent index, target index, line number) of entry `idx`.
     #[allow(clippy::type_complexity)]
     fn info(
         &self,
+        py: Python<'_>,
         idx: u32,
     ) -> PyResult<(
         &'static str,
@@ -438,10 +539,12 @@ impl PyEngine {
         Option<u32>,
         u64,
     )> {
-        if idx as usize >= self.store.arena().len() {
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        if idx as usize >= store.arena().len() {
             return Err(PyRuntimeError::new_err("index out of range"));
         }
-        let n = self.store.arena().node(idx);
+        let n = store.arena().node(idx);
         Ok((
             n.kind.name(),
             n.role.name(),
@@ -453,11 +556,12 @@ impl PyEngine {
 
     /// The raw line of `id` (None if unknown).
     fn get_line<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        self.check(py)?;
-        match self.store.arena().lookup(id) {
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        match store.arena().lookup(id) {
             None => Ok(None),
             Some(i) => {
-                let line = self.store.line(i).map_err(|e| to_py_err(py, e))?;
+                let line = store.line(i).map_err(|e| to_py_err(py, e))?;
                 Ok(Some(PyBytes::new(py, &line)))
             }
         }
@@ -465,8 +569,9 @@ impl PyEngine {
 
     /// Entries `idxs` as objects built by the binding, or dicts where Python builds them.
     fn entries<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Entries<'py>> {
-        self.check(py)?;
-        self.entries_of(py, &idxs)
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Self::entries_of(&store, py, &idxs)
     }
 
     /// The path from the root to `id` as `entries` gives them (`to_compaction`: cut at the
@@ -477,24 +582,27 @@ impl PyEngine {
         id: Option<&str>,
         to_compaction: bool,
     ) -> PyResult<Entries<'py>> {
-        let idxs = self.path_indices(py, id, to_compaction)?;
-        self.entries_of(py, &idxs)
+        let store = self.store.lock(py)?;
+        let idxs = Self::path_of(&store, py, id, to_compaction)?;
+        Self::entries_of(&store, py, &idxs)
     }
 
     /// The raw lines of entries `idxs`.
     fn lines<'py>(&self, py: Python<'py>, idxs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
-        self.lines_of(py, &idxs)
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Self::lines_of(&store, py, &idxs)
     }
 
     /// Raw lines of the path from the root to `id` (empty for None).
     fn path_to_root<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         let path = match id {
             None => Vec::new(),
-            Some(id) => self.store.arena().path_to_root(self.idx(py, id)?),
+            Some(id) => store.arena().path_to_root(Self::idx(&store, py, id)?),
         };
-        self.lines_of(py, &path)
+        Self::lines_of(&store, py, &path)
     }
 
     /// Raw lines of the path to the root or the nearest compaction's cut (FORMAT.md).
@@ -503,15 +611,15 @@ impl PyEngine {
         py: Python<'py>,
         id: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         let path = match id {
             None => Vec::new(),
-            Some(id) => self
-                .store
+            Some(id) => store
                 .arena()
-                .path_to_root_or_compaction(self.idx(py, id)?),
+                .path_to_root_or_compaction(Self::idx(&store, py, id)?),
         };
-        self.lines_of(py, &path)
+        Self::lines_of(&store, py, &path)
     }
 
     /// Indices of the path to the root or compaction cut.
@@ -521,29 +629,20 @@ impl PyEngine {
         id: Option<&str>,
         to_compaction: bool,
     ) -> PyResult<Vec<u32>> {
-        self.check(py)?;
-        Ok(match id {
-            None => Vec::new(),
-            Some(id) => {
-                let i = self.idx(py, id)?;
-                if to_compaction {
-                    self.store.arena().path_to_root_or_compaction(i)
-                } else {
-                    self.store.arena().path_to_root(i)
-                }
-            }
-        })
+        let store = self.store.lock(py)?;
+        Self::path_of(&store, py, id, to_compaction)
     }
 
     /// The entries that set thinking level, model and active tools on the path to `id`:
     /// raw lines of the nearest of each (None where absent).
     fn state_lines<'py>(&self, py: Python<'py>, id: Option<&str>) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
-        let arena = self.store.arena();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let arena = store.arena();
         let mut found = [NONE; 3];
         let mut cur = match id {
             None => NONE,
-            Some(id) => self.idx(py, id)?,
+            Some(id) => Self::idx(&store, py, id)?,
         };
         while cur != NONE && found.contains(&NONE) {
             let n = arena.node(cur);
@@ -568,7 +667,7 @@ impl PyEngine {
             } else {
                 Some(PyBytes::new(
                     py,
-                    &self.store.line(f).map_err(|e| to_py_err(py, e))?,
+                    &store.line(f).map_err(|e| to_py_err(py, e))?,
                 ))
             });
         }
@@ -577,12 +676,13 @@ impl PyEngine {
 
     /// Child indices of `id` in file order (roots for None).
     fn children(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Vec<u32>> {
-        self.check(py)?;
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         let parent = match id {
             None => NONE,
-            Some(id) => self.idx(py, id)?,
+            Some(id) => Self::idx(&store, py, id)?,
         };
-        Ok(self.store.arena().children(parent).collect())
+        Ok(store.arena().children(parent).collect())
     }
 
     /// The tree's root `TreeNode`s (file order), made from `entries` (every entry, in file
@@ -592,19 +692,21 @@ impl PyEngine {
         py: Python<'py>,
         entries: &Bound<'py, PyList>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
         let registry = build::registry();
         let class = registry
             .as_ref()
             .and_then(|r| r.tree_node.as_ref())
             .ok_or_else(|| PyTypeError::new_err("TreeNode is not registered"))?;
-        tree::build(py, class, self.store.arena(), entries)
+        tree::build(py, class, store.arena(), entries)
     }
 
     /// Parent index of every entry (-1 for roots), in file order.
     fn parents(&self, py: Python<'_>) -> PyResult<Vec<i64>> {
-        self.check(py)?;
-        let a = self.store.arena();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let a = store.arena();
         Ok((0..a.len() as u32)
             .map(|i| {
                 let p = a.node(i).parent;
@@ -619,8 +721,9 @@ impl PyEngine {
 
     /// Indices of the entries of type `type_name`, in file order.
     fn find(&self, py: Python<'_>, type_name: &str) -> PyResult<Vec<u32>> {
-        self.check(py)?;
-        Ok(self.store.arena().find(type_name))
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.arena().find(type_name))
     }
 
     /// Indices in file order (or newest first), optionally of one type, after `since`.
@@ -633,11 +736,12 @@ impl PyEngine {
         limit: Option<usize>,
         reverse: bool,
     ) -> PyResult<Vec<u32>> {
-        self.check(py)?;
-        let a = self.store.arena();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let a = store.arena();
         let start = match since {
             None => 0,
-            Some(id) => self.idx(py, id)? + 1,
+            Some(id) => Self::idx(&store, py, id)? + 1,
         };
         let kind = type_name.map(Kind::from_type);
         let keep = |i: &u32| match (type_name, kind) {
@@ -657,15 +761,17 @@ impl PyEngine {
 
     /// The label on `id`.
     fn label(&self, py: Python<'_>, id: &str) -> PyResult<Option<String>> {
-        self.check(py)?;
-        let a = self.store.arena();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let a = store.arena();
         Ok(a.lookup(id).and_then(|i| a.label(i)).map(str::to_owned))
     }
 
     /// Every label as {entry id: label}.
     fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.check(py)?;
-        let a = self.store.arena();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let a = store.arena();
         let d = PyDict::new(py);
         for (i, label) in a.labels() {
             d.set_item(a.id(i), label)?;
@@ -675,13 +781,16 @@ impl PyEngine {
 
     /// The session name.
     fn name(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.check(py)?;
-        Ok(self.store.arena().name().map(str::to_owned))
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.arena().name().map(str::to_owned))
     }
 
     /// The newest entry timestamp.
-    fn newest_timestamp(&self) -> Option<String> {
-        self.store.arena().newest_timestamp().map(str::to_owned)
+    fn newest_timestamp(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.arena().newest_timestamp().map(str::to_owned))
     }
 
     /// (entry, message, user, assistant, tool_result counts, input, output, cache_read,
@@ -691,8 +800,9 @@ impl PyEngine {
         &self,
         py: Python<'_>,
     ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, f64)> {
-        self.check(py)?;
-        let s = self.store.arena().stats();
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        let s = store.arena().stats();
         let u = s.usage;
         Ok((
             s.entry_count,
@@ -711,26 +821,30 @@ impl PyEngine {
 
     /// A fresh unused 8-hex-digit id.
     fn create_entry_id(&self, py: Python<'_>) -> PyResult<String> {
-        self.check(py)?;
-        Ok(self.store.create_entry_id())
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Ok(store.create_entry_id())
     }
 
     /// Appends one entry line; returns its index.
-    fn append(&mut self, py: Python<'_>, line: &[u8]) -> PyResult<u32> {
-        let store = &mut self.store;
+    fn append(&self, py: Python<'_>, line: &[u8]) -> PyResult<u32> {
+        let mut held = self.store.lock(py)?;
+        let store: &mut Store = &mut held;
         py.detach(|| store.append(line))
             .map_err(|e| to_py_err(py, e))
     }
 
     /// Writes buffered appends and syncs.
-    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
-        let store = &mut self.store;
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let mut held = self.store.lock(py)?;
+        let store: &mut Store = &mut held;
         py.detach(|| store.flush()).map_err(|e| to_py_err(py, e))
     }
 
     /// Picks up lines appended by another writer (read-only engines).
-    fn refresh(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let store = &mut self.store;
+    fn refresh(&self, py: Python<'_>) -> PyResult<usize> {
+        let mut held = self.store.lock(py)?;
+        let store: &mut Store = &mut held;
         py.detach(|| store.refresh()).map_err(|e| to_py_err(py, e))
     }
 
@@ -739,7 +853,8 @@ impl PyEngine {
     /// Present only in builds with the `test-hooks` feature (the dev build).
     #[cfg(feature = "test-hooks")]
     #[pyo3(signature = (kind=None, errno=5))]
-    fn inject_fault(&mut self, kind: Option<&str>, errno: i32) -> PyResult<()> {
+    fn inject_fault(&self, py: Python<'_>, kind: Option<&str>, errno: i32) -> PyResult<()> {
+        let mut store = self.store.lock(py)?;
         let fault = match kind {
             None => None,
             Some("write") => Some(Fault::Write(errno)),
@@ -750,14 +865,17 @@ impl PyEngine {
                 )))
             }
         };
-        self.store.inject_fault(fault);
+        store.inject_fault(fault);
         Ok(())
     }
 
     /// Flushes and releases the file. Idempotent.
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let store = &mut self.store;
-        py.detach(|| store.close()).map_err(|e| to_py_err(py, e))
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut held = self.store.lock(py)?;
+        let store: &mut Store = &mut held;
+        let result = py.detach(|| store.close());
+        self.closed.store(store.is_closed(), Ordering::Release);
+        result.map_err(|e| to_py_err(py, e))
     }
 }
 
@@ -771,6 +889,7 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_ID_BYTES", MAX_ID_BYTES)?;
     m.add("MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES)?;
     m.add("MAX_DEPTH", DEFAULT_MAX_DEPTH)?;
+    m.add("MAX_REPORTED_ISSUES", MAX_REPORTED_ISSUES)?;
     m.add("ENTRY_TYPES", strs(&ENTRY_TYPES)?)?;
     m.add("MESSAGE_ROLES", strs(&MESSAGE_ROLES)?)?;
     m.add("THINKING_LEVELS", strs(THINKING_LEVELS)?)?;

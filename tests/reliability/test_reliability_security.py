@@ -11,13 +11,14 @@
   and a torn tail in the link's target is not cut.
 - Saving a torn tail never follows a symlink planted at the side file's name: the
   writer open fails (or picks another, new file) and nothing is written through the link.
-- A read-only open of a symlinked session is allowed (it never writes the session), so
-  sessions can be read through links. Symlinks in the directory part of a path are
-  followed as usual; only the last component is guarded (``O_NOFOLLOW``).
+- A read-only open refuses a symlinked session too (``io`` with ``ELOOP``): no open, of
+  a session or of a side file, follows a link at the last component (``O_NOFOLLOW``).
+  Symlinks in the directory part of a path are followed as usual.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -128,8 +129,14 @@ def test_writer_open_refuses_a_symlinked_session(tmp_path: Path) -> None:
     assert real.read_bytes() == before  # the torn tail was not cut through the link
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "real.jsonl"]
 
-    # Reading through the link is allowed and changes nothing.
-    with st.JsonlSessionStorage.open(link, readonly=True) as ro:
+    # A reader refuses the link the same way (issue 10: a repository must never be led out
+    # of its directory by a link planted at a session's name); the file itself opens.
+    with pytest.raises(st.SessionError) as info:
+        st.JsonlSessionStorage.open(link, readonly=True)
+    assert info.value.code == "io"
+    assert isinstance(info.value.__cause__, OSError)
+    assert info.value.__cause__.errno == errno.ELOOP
+    with st.JsonlSessionStorage.open(real, readonly=True) as ro:
         assert [e.id for e in ro.get_entries()] == ids
         assert ro.load_report.torn_tail_bytes > 0
     assert real.read_bytes() == before

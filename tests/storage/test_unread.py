@@ -142,9 +142,7 @@ def test_entries_stay_readable_after_close_and_the_file_is_released(
     tree = st.Session(storage).get_tree()
     assert _open_fds() > before
     storage.close()
-    # The descriptor lines were read through is closed; the storage's own goes with the
-    # object (issue 10 makes close() release it too).
-    assert _open_fds() <= before + 1, "close() releases the lines' descriptor"
+    assert _open_fds() == before, "close() releases every descriptor at once"
     # The file may even go away: what was handed out was read at close.
     session_file.unlink()
     assert_same(entries, _expected())

@@ -7,9 +7,10 @@ import errno
 import fcntl
 import json
 import os
+import re
 import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final
 
 from .._util import fspath_arg, uuid7
 from ..errors import SessionError
@@ -49,12 +50,28 @@ from .list_cache import (
     _CACHE_MAX_BYTES,
     _CACHE_NAME,
     _CACHE_VERSION,
+    _encode_cache,
+    _is_skip_row,
     _row_from_json,
-    _row_to_json,
 )
 from .metadata import metadata_of
 
 __all__ = ["JsonlSessionRepo"]
+
+# The side files the engine writes beside ``<file>``: ``<file>.idx`` (the persisted
+# index), ``<file>.idx.tmp`` (one being written) and ``<file>.torn-<UTC stamp>[-<n>]``
+# (a torn tail cut by a writer, rust/engine/torn.rs). None ends in ``.jsonl``, so no
+# session file is ever one of them.
+_SIDE_SUFFIX_RE: Final = re.compile(
+    r"\.(?:idx|idx\.tmp|torn-[0-9]{8}T[0-9]{6}\.[0-9]{3}Z(?:-[0-9]{1,4})?)"
+)
+
+
+def _is_side_file(name: str, file_name: str) -> bool:
+    """True when ``name`` is one of the side files of session file ``file_name``."""
+    return name.startswith(file_name) and (
+        _SIDE_SUFFIX_RE.fullmatch(name, len(file_name)) is not None
+    )
 
 
 class JsonlSessionRepo(SessionRepo):
@@ -205,7 +222,8 @@ class JsonlSessionRepo(SessionRepo):
         """
         cache_path = os.path.join(self._root, _CACHE_NAME)
         try:
-            fd = os.open(cache_path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+            # O_NONBLOCK: a FIFO planted at the name must not hang the listing.
+            fd = os.open(cache_path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return {}
         try:
@@ -236,14 +254,9 @@ class JsonlSessionRepo(SessionRepo):
         """Writes the cache atomically (temp file + rename); failures are ignored.
 
         No fsync: after a crash the cache is at worst damaged, and a damaged cache is
-        rebuilt.
+        rebuilt. Each row and the whole are bounded (see ``list_cache``).
         """
-        doc = {
-            "format": _CACHE_FORMAT,
-            "version": _CACHE_VERSION,
-            "files": {name: _row_to_json(meta, key) for name, (key, meta) in rows.items()},
-        }
-        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = _encode_cache(rows)
         _write_atomically(os.path.join(self._root, _CACHE_NAME), data, sync=False, replace=True)
 
     def list(
@@ -306,7 +319,9 @@ class JsonlSessionRepo(SessionRepo):
                             out.append(meta)
                             continue
                         hit = (key, meta)
-                        changed = True
+                        # A file the cache skips (its row is too large) is re-read, but
+                        # the cache is not stale for it.
+                        changed = changed or not _is_skip_row(raw, key)
                 seen[file_name] = hit
                 out.append(hit[1])
         if disk is not None and not changed:
@@ -321,6 +336,11 @@ class JsonlSessionRepo(SessionRepo):
 
     def delete(self, ref: SessionRef) -> None:
         """Delete a session file, its torn-tail side files, persisted index and cache row.
+
+        Side files are found by their exact names (:func:`_is_side_file`), never by a
+        prefix: no other session's file can match them. A symlink or other non-regular
+        file planted at the session's name is removed as a name; what it points to is
+        never touched.
 
         Raises:
             SessionError: ``not_found`` for an unknown session, ``locked`` while a writer
@@ -356,10 +376,9 @@ class JsonlSessionRepo(SessionRepo):
             if fd >= 0:
                 os.close(fd)
         file_name = sid + _SUFFIX
-        prefixes = (file_name + ".torn-", file_name + ".idx")
         try:
             with os.scandir(self._root) as it:
-                side = [de.path for de in it if de.name.startswith(prefixes)]
+                side = [de.path for de in it if _is_side_file(de.name, file_name)]
         except OSError:
             side = []
         for p in side:

@@ -4,9 +4,11 @@ defaults for its optional fast paths."""
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from .. import _core
 from ..entries import (
@@ -395,6 +397,28 @@ class SessionStorage(abc.ABC):
             if label is not None:
                 labels[entry.id] = label
         return labels
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        """A re-entrant lock that makes a sequence of calls atomic against other threads.
+
+        Each call of an engine-backed storage is already serialised inside (a thread that
+        finds it busy waits). An append is two steps, though: read the leaf, then write
+        an entry under it. :class:`~sessiontree.Session` holds this lock across each of
+        its appends, leaf moves and context builds, so threads sharing a session (or
+        several sessions over one storage) append one after the other and the tree stays
+        the chain they made. Take it yourself around your own read-then-write sequences.
+
+        The default is one ``threading.RLock`` per storage object.
+
+        >>> from sessiontree import InMemorySessionStorage
+        >>> storage = InMemorySessionStorage()
+        >>> with storage.atomic():
+        ...     leaf = storage.get_leaf_id()
+        """
+        lock = self.__dict__.get("_atomic_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_atomic_lock", threading.RLock())
+        return lock  # type: ignore[no-any-return]
 
     def __enter__(self) -> SessionStorage:
         return self

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -163,14 +164,19 @@ class _EngineStorage(SessionStorage):
     _engine: _core.Engine
     _header: SessionHeader | None
 
-    def __init__(self, engine: _core.Engine) -> None:
+    def __init__(self, engine: _core.Engine, atomic: threading.RLock | None = None) -> None:
         self._engine = engine
         self._header = None
+        # Shared by every handle on one engine (see ``InMemorySessionStorage.share``).
+        self._atomic_lock = threading.RLock() if atomic is None else atomic
 
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._engine.closed
+
+    def atomic(self) -> threading.RLock:
+        return self._atomic_lock
 
     def _check(self) -> None:
         if self._engine.closed:
@@ -195,13 +201,14 @@ class _EngineStorage(SessionStorage):
     def set_leaf_id(self, entry_id: str | None) -> None:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
-        entry = LeafEntry(
-            id=self._engine.create_entry_id(),
-            parent_id=self.get_leaf_id(),
-            timestamp=now_iso(),
-            target_id=entry_id,
-        )
-        self._engine.append(entry_to_json(entry))
+        with self._atomic_lock:
+            entry = LeafEntry(
+                id=self._engine.create_entry_id(),
+                parent_id=self.get_leaf_id(),
+                timestamp=now_iso(),
+                target_id=entry_id,
+            )
+            self._engine.append(entry_to_json(entry))
 
     def create_entry_id(self) -> str:
         self._check()
@@ -293,8 +300,8 @@ class _EngineStorage(SessionStorage):
     @property
     def load_report(self) -> LoadReport:
         """What loading found: skipped lines and the size of a torn tail."""
-        issues, torn = self._engine.report()
-        return LoadReport(tuple(LoadIssue(*i) for i in issues), torn)
+        issues, torn, counts = self._engine.report()
+        return LoadReport(tuple(LoadIssue(*i) for i in issues), torn, tuple(counts))
 
     def flush(self) -> None:
         """Writes buffered appends out (and syncs them unless durability is ``none``)."""
@@ -413,22 +420,13 @@ class _EngineStorage(SessionStorage):
             ]
             leaf_pos = None
 
-        # Lines that name a parent the reader could not find: the engine made them roots.
-        dangling_lines: set[int] = set()
-        unknown_leaf_lines: set[int] = set()
-        for line_no, _, kind_name, _ in engine.report()[0]:
-            if kind_name == "dangling_parent":
-                dangling_lines.add(line_no)
-            elif kind_name == "unknown_leaf_target":
-                unknown_leaf_lines.add(line_no)
-
         special: dict[int, tuple[str, int, str | None]] = {}
         for type_name in ("label", "leaf", "session_info"):
             idxs = [k for k in engine.find(type_name) if pos_of_key(k) >= 0]
             if not idxs:
                 continue
             for k, raw in zip(idxs, engine.lines(idxs), strict=True):
-                _, _, _, tgt, line_no = engine.info(k)
+                tgt = engine.info(k)[3]
                 if type_name == "session_info":
                     name = json.loads(raw).get("name")
                     special[pos_of_key(k)] = (
@@ -447,7 +445,9 @@ class _EngineStorage(SessionStorage):
                 else:
                     if tgt is not None:
                         tpos = pos_of_key(tgt)
-                    elif line_no in unknown_leaf_lines:
+                    elif json.loads(raw).get("target_id") is not None:
+                        # A target the reader could not find (the load report says so, but
+                        # keeps only the first issues): the move is dropped.
                         tpos = FORK_OUTSIDE
                     else:
                         tpos = FORK_NULL_TARGET
@@ -466,8 +466,10 @@ class _EngineStorage(SessionStorage):
             lines = engine.lines(src_keys)
             for j, (k, np) in enumerate(zip(src_keys, new_parent, strict=True)):
                 new_key = FORK_OUTSIDE if np < 0 else keys[np]
+                # A root of the engine whose line names a parent the reader could not find
+                # (a dangling parent) is written with ``parent_id`` null too.
                 if all_parents[k] != new_key or (
-                    dangling_lines and new_key < 0 and engine.info(k)[4] in dangling_lines
+                    new_key < 0 and json.loads(lines[j]).get("parent_id") is not None
                 ):
                     lines[j] = _reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)

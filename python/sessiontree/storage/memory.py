@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from .. import _core
 from ..entries import (
     SessionHeader,
@@ -66,7 +68,7 @@ class InMemorySessionStorage(_EngineStorage):
         (False, True)
         """
         self._check()
-        return _SharedMemoryStorage(self._engine)
+        return _SharedMemoryStorage(self._engine, self._atomic_lock)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self)} entries"
@@ -76,8 +78,8 @@ class InMemorySessionStorage(_EngineStorage):
 class _SharedMemoryStorage(InMemorySessionStorage):
     """A share of another :class:`InMemorySessionStorage`'s document (see ``share``)."""
 
-    def __init__(self, engine: _core.Engine) -> None:
-        _EngineStorage.__init__(self, engine)
+    def __init__(self, engine: _core.Engine, atomic: threading.RLock) -> None:
+        _EngineStorage.__init__(self, engine, atomic)
         self._released = False
 
     @property
