@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use crate::engine::arena::RefProblem;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{scan, scan_error, BatchLine, IssueKind, Limits, Line, LoadIssue};
-use crate::engine::line::{parse_entry, ParsedEntry};
+use crate::engine::line::{parse_entry_fast, parse_entry_serde, ParsedEntry};
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
 
@@ -206,6 +206,14 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
     let Ok(text) = simdutf8::basic::from_utf8(trimmed) else {
         return Pre::Issue(IssueKind::InvalidUtf8, "line is not valid UTF-8".into());
     };
+    // Most lines take the fast path, which also bounds their depth; the rest go through
+    // the depth check and serde, which word the load report's messages.
+    if let Some(result) = parse_entry_fast(text, limits.max_id_bytes, limits.max_depth) {
+        return match result {
+            Ok(p) => Pre::Entry(p, trimmed.len() as u32),
+            Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
+        };
+    }
     if limits.depth_exceeded(trimmed) {
         let max = limits.max_depth;
         return Pre::Issue(
@@ -213,7 +221,7 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
             format!("JSON nested deeper than the limit of {max}"),
         );
     }
-    match parse_entry(text, limits.max_id_bytes) {
+    match parse_entry_serde(text, limits.max_id_bytes) {
         Ok(p) => Pre::Entry(p, trimmed.len() as u32),
         Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
     }

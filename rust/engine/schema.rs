@@ -20,8 +20,11 @@ use serde_json::value::RawValue;
 
 use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 
-/// Captured fields of a JSON object (key, raw value), in order.
-type Fields<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+/// Captured fields of a JSON object (key, raw JSON text of the value), in order.
+///
+/// A raw value is always the text of one valid JSON value, without surrounding whitespace
+/// (what serde's `RawValue` holds, and what `fastline` captures the same way).
+pub type Fields<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
 /// What a value looked like, for the few places that must recurse.
 pub enum Shape<'a, T> {
@@ -111,7 +114,7 @@ fn capture<'de, A: MapAccess<'de>>(mut map: A) -> Result<Fields<'de>, A::Error> 
             return Err(de::Error::custom(format!("duplicate field `{key}`")));
         }
         let value: &'de RawValue = map.next_value()?;
-        fields.push((key, value));
+        fields.push((key, value.get()));
     }
     Ok(fields)
 }
@@ -146,21 +149,21 @@ impl<'de> FromMap<'de> for MessageFields<'de> {
                 out.content = Some(map.next_value()?);
             } else {
                 let value: &'de RawValue = map.next_value()?;
-                out.fields.push((key, value));
+                out.fields.push((key, value.get()));
             }
         }
         Ok(out)
     }
 }
 
-impl MessageFields<'_> {
+impl<'a> MessageFields<'a> {
     /// The raw value of `name`.
-    pub fn get(&self, name: &str) -> Option<&RawValue> {
+    pub fn get(&self, name: &str) -> Option<&'a str> {
         get(&self.fields, name)
     }
 }
 
-fn get<'a>(fields: &[(Cow<'a, str>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
+fn get<'a>(fields: &[(Cow<'a, str>, &'a str)], name: &str) -> Option<&'a str> {
     fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
 }
 
@@ -184,8 +187,7 @@ pub enum Json {
 }
 
 /// The kind of a raw JSON value.
-pub fn kind_of(raw: &RawValue) -> Json {
-    let text = raw.get();
+pub fn kind_of(text: &str) -> Json {
     match text.as_bytes().first() {
         Some(b'n') => Json::Null,
         Some(b't' | b'f') => Json::Bool,
@@ -198,17 +200,23 @@ pub fn kind_of(raw: &RawValue) -> Json {
 }
 
 /// A raw JSON string's text, or `None` if it is not a string.
-pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub fn raw_str(raw: &str) -> Option<Cow<'_, str>> {
+    // A raw value is valid JSON: a string without a backslash is its own text.
+    if let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        if !inner.contains('\\') {
+            return Some(Cow::Borrowed(inner));
+        }
+    }
     #[derive(Deserialize)]
     struct S<'a>(#[serde(borrow)] Cow<'a, str>);
-    serde_json::from_str::<S<'_>>(raw.get()).ok().map(|s| s.0)
+    serde_json::from_str::<S<'_>>(raw).ok().map(|s| s.0)
 }
 
 /// One field's value as the line parser captured it.
 #[derive(Clone, Copy)]
 pub enum Value<'v> {
-    /// Borrowed raw JSON (most fields).
-    Raw(&'v RawValue),
+    /// Borrowed raw JSON text (most fields).
+    Raw(&'v str),
     /// A message's `content`, visited while the line was parsed.
     Content(&'v Shape<'v, RawObject<'v>>),
     /// An entry's `message`, visited while the line was parsed.
@@ -341,13 +349,13 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
             _ => Err(format!("{what}: `{key}` must be one of {}", set.join(", "))),
         },
         (FieldKind::StrList, Value::Raw(raw)) => {
-            match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
-                Ok(items) if items.iter().all(|i| kind_of(i) == Json::Str) => Ok(()),
+            match serde_json::from_str::<Vec<&RawValue>>(raw) {
+                Ok(items) if items.iter().all(|i| kind_of(i.get()) == Json::Str) => Ok(()),
                 _ => Err(format!("`{key}` must be an array of strings")),
             }
         }
         (FieldKind::Nested(def), Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw) {
                 Ok(Shape::Object(RawObject(fields))) => {
                     check_object(&format!("{what}.{key}"), def, |n| {
                         get(&fields, n).map(Value::Raw)
@@ -360,21 +368,21 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
             check_blocks(what, content, tags)
         }
         (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw) {
                 Ok(content) => check_blocks(what, &content, tags),
                 Err(e) => Err(format!("{what}: `{key}`: {e}")),
             }
         }
         (FieldKind::Message, Value::Message(Shape::Object(m))) => check_message(m),
         (FieldKind::Message, Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw) {
                 Ok(Shape::Object(m)) => check_message(&m),
                 Ok(_) => Err(format!("{what}: `{key}` must be an object")),
                 Err(e) => Err(format!("{key}: {e}")),
             }
         }
         (FieldKind::Messages, Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw) {
                 Ok(Shape::Array(items)) => items.iter().try_for_each(|item| match item {
                     Shape::Object(m) => check_message(m),
                     _ => Err(format!("{key}: every item must be a message object")),
@@ -444,7 +452,7 @@ mod tests {
 
     #[test]
     fn kinds_by_first_byte() {
-        let k = |s: &str| kind_of(&serde_json::from_str::<Box<RawValue>>(s).unwrap());
+        let k = |s: &str| kind_of(serde_json::from_str::<Box<RawValue>>(s).unwrap().get());
         assert_eq!(k("null"), Json::Null);
         assert_eq!(k("true"), Json::Bool);
         assert_eq!(k("-12"), Json::Int);

@@ -1,0 +1,553 @@
+//! The fast path of the line parser: one pass over an entry line that validates it as JSON
+//! and captures the same fields as serde does (`line::RawEntry`), without serde's
+//! per-token overhead.
+//!
+//! It accepts a subset of what serde accepts, and for every line it accepts it captures
+//! exactly what serde would. Anything it is unsure of it declines (`None`), and the line
+//! goes to serde, whose error messages the load report quotes: malformed JSON, a key with
+//! an escape, a duplicate key where serde refuses one, a `message` that is not an object,
+//! `content` that is neither a string nor an array of objects, or nesting deeper than
+//! `max_depth`. Its string rules are serde's strictest (no control characters, valid
+//! escapes, paired `\u` surrogates) everywhere, which only declines more lines.
+
+use std::borrow::Cow;
+
+use crate::engine::line::RawEntry;
+use crate::engine::schema::{Fields, MessageFields, RawObject, Shape};
+
+/// The deepest line the fast path takes, far below serde's recursion limit (128), so a
+/// line it accepts never hits that limit on the serde side either.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// Captures an entry line (UTF-8, no newline) as serde would; `None` leaves it to serde.
+pub(crate) fn capture(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
+    let mut s = Scanner {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+        max_depth: max_depth.min(MAX_DEPTH),
+    };
+    s.ws();
+    let entry = s.entry()?;
+    s.ws();
+    (s.pos == s.b.len()).then_some(entry)
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    depth: usize,
+    max_depth: usize,
+}
+
+/// What a container being skipped is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Object,
+    Array,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `c` or fails.
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.pos += 1)
+    }
+
+    /// Consumes an opening bracket, one level deeper.
+    fn open(&mut self, c: u8) -> Option<()> {
+        self.eat(c)?;
+        self.depth += 1;
+        (self.depth <= self.max_depth).then_some(())
+    }
+
+    /// After a member or item: `,` (then whitespace) gives `true`, the closing `close`
+    /// gives `false` (one level up).
+    fn next_or_close(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                self.ws();
+                Some(true)
+            }
+            c if c == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// After an opening bracket: whitespace, then `true` if the container is empty (and
+    /// closed), `false` if a member or item follows.
+    fn empty(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        if self.peek()? == close {
+            self.pos += 1;
+            self.depth -= 1;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// A string at the cursor: its contents' span and whether it has an escape.
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        self.eat(b'"')?;
+        let (b, start) = (self.b, self.pos);
+        let mut escaped = false;
+        let mut base = start;
+        // 64 bytes at a time: one mask of the special bytes, walked bit by bit, so an
+        // escape costs a few instructions, not a new scan.
+        'blocks: while let Some(block) = b.get(base..base + 64) {
+            let mut mask = special_mask64(block);
+            while mask != 0 {
+                let p = base + mask.trailing_zeros() as usize;
+                match b[p] {
+                    b'"' => {
+                        self.pos = p + 1;
+                        return Some((start, p, escaped));
+                    }
+                    b'\\' => {
+                        escaped = true;
+                        let end = escape_end(b, p + 1)?;
+                        if end - base >= 64 {
+                            base = end;
+                            continue 'blocks;
+                        }
+                        mask &= u64::MAX << (end - base);
+                    }
+                    _ => return None, // a control character
+                }
+            }
+            base += 64;
+        }
+        // The last bytes of the line.
+        let mut p = base;
+        loop {
+            p = find_special(b, p)?;
+            match b[p] {
+                b'"' => {
+                    self.pos = p + 1;
+                    return Some((start, p, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    p = escape_end(b, p + 1)?;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An object key without escapes (serde compares decoded keys; these are their own
+    /// text), then the colon and whitespace.
+    fn key(&mut self) -> Option<&'a str> {
+        let (a, e, escaped) = self.string()?;
+        if escaped {
+            return None;
+        }
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        self.text.get(a..e)
+    }
+
+    /// Any value, validated; returns its raw text.
+    fn raw(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        self.skip()?;
+        self.text.get(start..self.pos)
+    }
+
+    /// Skips any value, validating it, without recursion.
+    fn skip(&mut self) -> Option<()> {
+        // Open containers, innermost last; bounded by `max_depth`.
+        let mut stack: Vec<Open> = Vec::new();
+        loop {
+            // A value.
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'{' => {
+                    self.open(b'{')?;
+                    if !self.empty(b'}')? {
+                        stack.push(Open::Object);
+                        self.member_key()?;
+                        continue;
+                    }
+                }
+                b'[' => {
+                    self.open(b'[')?;
+                    if !self.empty(b']')? {
+                        stack.push(Open::Array);
+                        continue;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return None,
+            }
+            // What follows it: the next member or item, or closing brackets.
+            loop {
+                let Some(&top) = stack.last() else {
+                    return Some(());
+                };
+                let close = if top == Open::Object { b'}' } else { b']' };
+                if self.next_or_close(close)? {
+                    if top == Open::Object {
+                        self.member_key()?;
+                    }
+                    break;
+                }
+                stack.pop();
+            }
+        }
+    }
+
+    /// The key of a member of a skipped object (any valid string), colon, whitespace.
+    fn member_key(&mut self) -> Option<()> {
+        self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.pos + word.len();
+        (self.b.get(self.pos..end)? == word).then(|| self.pos = end)
+    }
+
+    fn digits(&mut self) -> Option<()> {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        (self.pos > start).then_some(())
+    }
+
+    /// A number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits()?,
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            self.digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        Some(())
+    }
+
+    /// The top-level object, captured as `RawEntry` is by serde.
+    fn entry(&mut self) -> Option<RawEntry<'a>> {
+        self.open(b'{')?;
+        let mut raw = RawEntry::default();
+        let mut kind = None;
+        if self.empty(b'}')? {
+            return None; // no `type`
+        }
+        loop {
+            let key = self.key()?;
+            match key {
+                "type" => {
+                    let (a, e, escaped) = self.string()?;
+                    if kind.is_some() || escaped {
+                        return None;
+                    }
+                    kind = Some(self.text.get(a..e)?);
+                }
+                "message" => {
+                    if raw.message.is_some() || self.peek()? != b'{' {
+                        return None;
+                    }
+                    raw.message = Some(Shape::Object(self.message()?));
+                }
+                _ => {
+                    let value = self.raw()?;
+                    if let Some(slot) = raw.raw_slot(key) {
+                        if slot.is_some() {
+                            return None; // serde: "duplicate field"
+                        }
+                        *slot = Some(value);
+                    }
+                }
+            }
+            if !self.next_or_close(b'}')? {
+                break;
+            }
+        }
+        raw.kind = Cow::Borrowed(kind?);
+        Some(raw)
+    }
+
+    /// A message object: `content` visited, every other field raw.
+    fn message(&mut self) -> Option<MessageFields<'a>> {
+        self.open(b'{')?;
+        let mut out = MessageFields {
+            fields: Vec::new(),
+            content: None,
+        };
+        if self.empty(b'}')? {
+            return Some(out);
+        }
+        loop {
+            let key = self.key()?;
+            if key == "content" {
+                if out.content.is_some() {
+                    return None;
+                }
+                out.content = Some(self.content()?);
+            } else {
+                if out.fields.iter().any(|(k, _)| k == key) {
+                    return None;
+                }
+                let value = self.raw()?;
+                out.fields.push((Cow::Borrowed(key), value));
+            }
+            if !self.next_or_close(b'}')? {
+                return Some(out);
+            }
+        }
+    }
+
+    /// A message's `content`: a string, or an array of objects (blocks) captured raw.
+    fn content(&mut self) -> Option<Shape<'a, RawObject<'a>>> {
+        match self.peek()? {
+            b'"' => {
+                self.string()?;
+                Some(Shape::Str)
+            }
+            b'[' => {
+                self.open(b'[')?;
+                let mut items = Vec::new();
+                if self.empty(b']')? {
+                    return Some(Shape::Array(items));
+                }
+                loop {
+                    items.push(Shape::Object(RawObject(self.object()?)));
+                    if !self.next_or_close(b']')? {
+                        return Some(Shape::Array(items));
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// An object whose fields are captured raw; a duplicate key declines.
+    fn object(&mut self) -> Option<Fields<'a>> {
+        self.open(b'{')?;
+        let mut fields: Fields<'a> = Vec::new();
+        if self.empty(b'}')? {
+            return Some(fields);
+        }
+        loop {
+            let key = self.key()?;
+            if fields.iter().any(|(k, _)| k == key) {
+                return None;
+            }
+            let value = self.raw()?;
+            fields.push((Cow::Borrowed(key), value));
+            if !self.next_or_close(b'}')? {
+                return Some(fields);
+            }
+        }
+    }
+}
+
+/// Where the escape whose letter is at `p` ends; `None` for an invalid escape or a `\u`
+/// surrogate that is not a leading one followed by a trailing one.
+fn escape_end(b: &[u8], p: usize) -> Option<usize> {
+    match *b.get(p)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(p + 1),
+        b'u' => {
+            let n = hex4(b, p + 1)?;
+            if (0xDC00..=0xDFFF).contains(&n) {
+                return None;
+            }
+            if !(0xD800..=0xDBFF).contains(&n) {
+                return Some(p + 5);
+            }
+            if b.get(p + 5..p + 7)? != b"\\u" {
+                return None;
+            }
+            let n2 = hex4(b, p + 7)?;
+            (0xDC00..=0xDFFF).contains(&n2).then_some(p + 11)
+        }
+        _ => None,
+    }
+}
+
+fn hex4(b: &[u8], p: usize) -> Option<u16> {
+    b.get(p..p + 4)?.iter().try_fold(0u16, |n, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(n << 4 | d as u16)
+    })
+}
+
+/// True for the bytes that end a run of plain string text: `"`, `\` and controls.
+fn is_special(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
+}
+
+/// The first special byte at or after `p`.
+#[inline]
+fn find_special(b: &[u8], mut p: usize) -> Option<usize> {
+    while let Some(block) = b.get(p..p + 16) {
+        let block: &[u8; 16] = block.try_into().ok()?;
+        let mask = special_mask(block);
+        if mask != 0 {
+            return Some(p + mask.trailing_zeros() as usize);
+        }
+        p += 16;
+    }
+    b.get(p..)?
+        .iter()
+        .position(|&c| is_special(c))
+        .map(|i| p + i)
+}
+
+/// Bit `i` set when `block[i]` is special, for 64 bytes.
+fn special_mask64(block: &[u8]) -> u64 {
+    block.chunks_exact(16).enumerate().fold(0, |m, (i, chunk)| {
+        let chunk: &[u8; 16] = chunk.try_into().unwrap_or(&[0; 16]);
+        m | u64::from(special_mask(chunk)) << (16 * i)
+    })
+}
+
+/// Bit `i` set when `block[i]` is special.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+fn special_mask(block: &[u8; 16]) -> u32 {
+    // SAFETY: SSE2 is enabled for this target (the cfg above), which is all the
+    // function requires; it reads nothing but its argument.
+    unsafe { sse2::special_mask(block) }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        _mm_set_epi64x,
+    };
+
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    pub(super) fn special_mask(block: &[u8; 16]) -> u32 {
+        let (lo, hi) = block.split_at(8);
+        let word = |w: &[u8]| i64::from_le_bytes(w.try_into().unwrap_or_default());
+        let v: __m128i = _mm_set_epi64x(word(hi), word(lo));
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // x < 0x20 exactly when min(x, 0x1f) == x (unsigned).
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        let any = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+        _mm_movemask_epi8(any) as u32 & 0xffff
+    }
+}
+
+/// Bit `i` set when `block[i]` is special (portable fallback).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline]
+fn special_mask(block: &[u8; 16]) -> u32 {
+    block
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, &c)| m | u32::from(is_special(c)) << i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_special_bytes_in_blocks_and_tails() {
+        for len in 0..70 {
+            for at in 0..len {
+                for c in [b'"', b'\\', 0x00, 0x1f] {
+                    let mut b = vec![b'a'; len];
+                    b[at] = c;
+                    assert_eq!(find_special(&b, 0), Some(at), "{len} {at} {c}");
+                    assert_eq!(find_special(&b, at + 1), None);
+                }
+            }
+            assert_eq!(find_special(&vec![0x80; len], 0), None);
+        }
+    }
+
+    fn scan_string(s: &str) -> Option<usize> {
+        let mut sc = Scanner {
+            text: s,
+            b: s.as_bytes(),
+            pos: 0,
+            depth: 0,
+            max_depth: 10,
+        };
+        sc.string().map(|_| sc.pos)
+    }
+
+    #[test]
+    fn escapes_follow_serdes_string_rules() {
+        let ok = [
+            r#"a\"b"#,
+            r#"\\\/\b\f\n\r\t"#,
+            r#"\u00e9\uD83D\uDE00"#,
+            r#"\\"#,
+        ];
+        let bad = [
+            r#"\x"#,
+            r#"\u12"#,
+            r#"\uDE00"#,
+            r#"\uD83D"#,
+            r#"\uD83Dx"#,
+            r#"\uD83D\u0041"#,
+            "a\u{1}",
+            "\u{1f}",
+        ];
+        // Every offset, so escapes straddle the 64-byte blocks and the tail.
+        for pad in 0..140 {
+            let (before, after) = ("a".repeat(pad), "z".repeat(pad % 7));
+            for body in ok {
+                let s = format!("\"{before}{body}{after}\"");
+                assert_eq!(scan_string(&s), Some(s.len()), "{s}");
+                assert!(serde_json::from_str::<String>(&s).is_ok(), "{s}");
+                let open = format!("\"{before}{body}{after}");
+                assert_eq!(scan_string(&open), None, "{open}");
+            }
+            for body in bad {
+                let s = format!("\"{before}{body}{after}\"");
+                assert_eq!(scan_string(&s), None, "{s}");
+                assert!(serde_json::from_str::<String>(&s).is_err(), "{s}");
+            }
+        }
+    }
+}
