@@ -386,25 +386,46 @@ impl<'a> Scanner<'a> {
 
 /// Where the escape whose letter is at `p` ends; `None` for an invalid escape or a `\u`
 /// surrogate that is not a leading one followed by a trailing one.
+#[inline]
 fn escape_end(b: &[u8], p: usize) -> Option<usize> {
-    match *b.get(p)? {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(p + 1),
-        b'u' => {
-            let n = hex4(b, p + 1)?;
-            if (0xDC00..=0xDFFF).contains(&n) {
-                return None;
-            }
-            if !(0xD800..=0xDBFF).contains(&n) {
-                return Some(p + 5);
-            }
-            if b.get(p + 5..p + 7)? != b"\\u" {
-                return None;
-            }
-            let n2 = hex4(b, p + 7)?;
-            (0xDC00..=0xDFFF).contains(&n2).then_some(p + 11)
-        }
+    match ESCAPES[usize::from(*b.get(p)?)] {
+        SIMPLE => Some(p + 1),
+        UNICODE => unicode_escape_end(b, p),
         _ => None,
     }
+}
+
+const SIMPLE: u8 = 1;
+const UNICODE: u8 = 2;
+
+/// What the letter after a backslash starts.
+static ESCAPES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let simple = b"\"\\/bfnrt";
+    let mut i = 0;
+    while i < simple.len() {
+        t[simple[i] as usize] = SIMPLE;
+        i += 1;
+    }
+    t[b'u' as usize] = UNICODE;
+    t
+};
+
+/// [`escape_end`] of a `\u` escape (`p` at the `u`).
+#[cold]
+fn unicode_escape_end(b: &[u8], p: usize) -> Option<usize> {
+    let n = hex4(b, p + 1)?;
+    if (0xDC00..=0xDFFF).contains(&n) {
+        return None;
+    }
+    if !(0xD800..=0xDBFF).contains(&n) {
+        return Some(p + 5);
+    }
+    if b.get(p + 5..p + 7)? != b"\\u" {
+        return None;
+    }
+    let n2 = hex4(b, p + 7)?;
+    (0xDC00..=0xDFFF).contains(&n2).then_some(p + 11)
 }
 
 fn hex4(b: &[u8], p: usize) -> Option<u16> {
@@ -437,7 +458,14 @@ fn find_special(b: &[u8], mut p: usize) -> Option<usize> {
 }
 
 /// Bit `i` set when `block[i]` is special, for 64 bytes.
+#[inline]
 fn special_mask64(block: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if simd::has_avx2() {
+        // SAFETY: the CPU has AVX2 (checked at run time), all the function requires; it
+        // reads nothing but its argument.
+        return unsafe { simd::special_mask64_avx2(block) };
+    }
     block.chunks_exact(16).enumerate().fold(0, |m, (i, chunk)| {
         let chunk: &[u8; 16] = chunk.try_into().unwrap_or(&[0; 16]);
         m | u64::from(special_mask(chunk)) << (16 * i)
@@ -450,28 +478,59 @@ fn special_mask64(block: &[u8]) -> u64 {
 fn special_mask(block: &[u8; 16]) -> u32 {
     // SAFETY: SSE2 is enabled for this target (the cfg above), which is all the
     // function requires; it reads nothing but its argument.
-    unsafe { sse2::special_mask(block) }
+    unsafe { simd::special_mask_sse2(block) }
 }
 
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-mod sse2 {
+#[cfg(target_arch = "x86_64")]
+mod simd {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        _mm_set_epi64x,
+        __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8, _mm256_set_epi64x, _mm_cmpeq_epi8, _mm_min_epu8,
+        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x,
     };
+    use std::sync::OnceLock;
+
+    /// Whether this CPU has AVX2 (asked once).
+    #[inline]
+    pub(super) fn has_avx2() -> bool {
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+
+    fn word(w: &[u8]) -> i64 {
+        i64::from_le_bytes(w.try_into().unwrap_or_default())
+    }
 
     #[target_feature(enable = "sse2")]
     #[inline]
-    pub(super) fn special_mask(block: &[u8; 16]) -> u32 {
-        let (lo, hi) = block.split_at(8);
-        let word = |w: &[u8]| i64::from_le_bytes(w.try_into().unwrap_or_default());
-        let v: __m128i = _mm_set_epi64x(word(hi), word(lo));
+    pub(super) fn special_mask_sse2(block: &[u8; 16]) -> u32 {
+        let v: __m128i = _mm_set_epi64x(word(&block[8..]), word(&block[..8]));
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         // x < 0x20 exactly when min(x, 0x1f) == x (unsigned).
         let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
         let any = _mm_or_si128(_mm_or_si128(quote, backslash), control);
         _mm_movemask_epi8(any) as u32 & 0xffff
+    }
+
+    /// [`super::special_mask64`] with AVX2; `block` is 64 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn special_mask64_avx2(block: &[u8]) -> u64 {
+        let half = |h: &[u8]| -> u64 {
+            let v: __m256i = _mm256_set_epi64x(
+                word(&h[24..32]),
+                word(&h[16..24]),
+                word(&h[8..16]),
+                word(&h[..8]),
+            );
+            let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+            let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+            let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
+            let any = _mm256_or_si256(_mm256_or_si256(quote, backslash), control);
+            u64::from(_mm256_movemask_epi8(any) as u32)
+        };
+        half(&block[..32]) | half(&block[32..64]) << 32
     }
 }
 
