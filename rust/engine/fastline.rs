@@ -21,17 +21,24 @@ pub(crate) const MAX_DEPTH: usize = 100;
 
 /// Captures an entry line (UTF-8, no newline) as serde would; `None` leaves it to serde.
 pub(crate) fn capture(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        depth: 0,
-        max_depth: max_depth.min(MAX_DEPTH),
-    };
+    let mut s = Scanner::new(text, max_depth.min(MAX_DEPTH));
     s.ws();
     let entry = s.entry()?;
     s.ws();
     (s.pos == s.b.len()).then_some(entry)
+}
+
+/// The fields of a JSON object (valid JSON text, nothing else) as serde's `RawObject`
+/// capture has them; `None` leaves it to serde.
+pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
+    let mut s = Scanner::new(text, MAX_DEPTH);
+    s.ws();
+    if s.peek()? != b'{' {
+        return None;
+    }
+    let fields = s.object()?;
+    s.ws();
+    (s.pos == s.b.len()).then_some(fields)
 }
 
 struct Scanner<'a> {
@@ -40,6 +47,23 @@ struct Scanner<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
+    /// The block whose special bytes `mask` holds (`usize::MAX`: none yet).
+    mask_block: usize,
+    mask: u64,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str, max_depth: usize) -> Self {
+        Scanner {
+            text,
+            b: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+            max_depth,
+            mask_block: usize::MAX,
+            mask: 0,
+        }
+    }
 }
 
 /// What a container being skipped is.
@@ -105,52 +129,62 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string at the cursor: its contents' span and whether it has an escape.
+    ///
+    /// The line is looked at in 64-byte blocks (from its start), each as one mask of its
+    /// special bytes, walked bit by bit: an escape costs a few instructions, and the
+    /// short strings of a block (keys, ids) share its mask.
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         self.eat(b'"')?;
         let (b, start) = (self.b, self.pos);
         let mut escaped = false;
-        let mut base = start;
-        // 64 bytes at a time: one mask of the special bytes, walked bit by bit, so an
-        // escape costs a few instructions, not a new scan.
-        'blocks: while let Some(block) = b.get(base..base + 64) {
-            let mut mask = special_mask64(block);
+        let mut p = start;
+        'blocks: loop {
+            let block = p / 64;
+            let base = block * 64;
+            if base >= b.len() {
+                return None;
+            }
+            let mut mask = self.block_mask(block) & (u64::MAX << (p - base));
             while mask != 0 {
-                let p = base + mask.trailing_zeros() as usize;
-                match b[p] {
+                let at = base + mask.trailing_zeros() as usize;
+                match b[at] {
                     b'"' => {
-                        self.pos = p + 1;
-                        return Some((start, p, escaped));
+                        self.pos = at + 1;
+                        return Some((start, at, escaped));
                     }
                     b'\\' => {
                         escaped = true;
-                        let end = escape_end(b, p + 1)?;
-                        if end - base >= 64 {
-                            base = end;
+                        p = escape_end(b, at + 1)?;
+                        if p - base >= 64 {
                             continue 'blocks;
                         }
-                        mask &= u64::MAX << (end - base);
+                        mask &= u64::MAX << (p - base);
                     }
                     _ => return None, // a control character
                 }
             }
-            base += 64;
+            p = base + 64;
         }
-        // The last bytes of the line.
-        let mut p = base;
-        loop {
-            p = find_special(b, p)?;
-            match b[p] {
-                b'"' => {
-                    self.pos = p + 1;
-                    return Some((start, p, escaped));
+    }
+
+    /// The special bytes of 64-byte block `block` of the line (cached for the last one).
+    #[inline]
+    fn block_mask(&mut self, block: usize) -> u64 {
+        if self.mask_block != block {
+            let base = block * 64;
+            self.mask = match self.b.get(base..base + 64) {
+                Some(bytes) => special_mask64(bytes),
+                None => {
+                    // The line's last bytes, padded with a plain byte.
+                    let mut padded = [b'a'; 64];
+                    let tail = self.b.get(base..).unwrap_or_default();
+                    padded[..tail.len()].copy_from_slice(tail);
+                    special_mask64(&padded)
                 }
-                b'\\' => {
-                    escaped = true;
-                    p = escape_end(b, p + 1)?;
-                }
-                _ => return None,
-            }
+            };
+            self.mask_block = block;
         }
+        self.mask
     }
 
     /// An object key without escapes (serde compares decoded keys; these are their own
@@ -313,7 +347,7 @@ impl<'a> Scanner<'a> {
     fn message(&mut self) -> Option<MessageFields<'a>> {
         self.open(b'{')?;
         let mut out = MessageFields {
-            fields: Vec::new(),
+            fields: Vec::with_capacity(8),
             content: None,
         };
         if self.empty(b'}')? {
@@ -366,7 +400,7 @@ impl<'a> Scanner<'a> {
     /// An object whose fields are captured raw; a duplicate key declines.
     fn object(&mut self) -> Option<Fields<'a>> {
         self.open(b'{')?;
-        let mut fields: Fields<'a> = Vec::new();
+        let mut fields: Fields<'a> = Vec::with_capacity(8);
         if self.empty(b'}')? {
             return Some(fields);
         }
@@ -436,25 +470,9 @@ fn hex4(b: &[u8], p: usize) -> Option<u16> {
 }
 
 /// True for the bytes that end a run of plain string text: `"`, `\` and controls.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 fn is_special(c: u8) -> bool {
     c == b'"' || c == b'\\' || c < 0x20
-}
-
-/// The first special byte at or after `p`.
-#[inline]
-fn find_special(b: &[u8], mut p: usize) -> Option<usize> {
-    while let Some(block) = b.get(p..p + 16) {
-        let block: &[u8; 16] = block.try_into().ok()?;
-        let mask = special_mask(block);
-        if mask != 0 {
-            return Some(p + mask.trailing_zeros() as usize);
-        }
-        p += 16;
-    }
-    b.get(p..)?
-        .iter()
-        .position(|&c| is_special(c))
-        .map(|i| p + i)
 }
 
 /// Bit `i` set when `block[i]` is special, for 64 bytes.
@@ -549,28 +567,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_special_bytes_in_blocks_and_tails() {
-        for len in 0..70 {
-            for at in 0..len {
-                for c in [b'"', b'\\', 0x00, 0x1f] {
-                    let mut b = vec![b'a'; len];
-                    b[at] = c;
-                    assert_eq!(find_special(&b, 0), Some(at), "{len} {at} {c}");
-                    assert_eq!(find_special(&b, at + 1), None);
-                }
+    fn masks_mark_the_special_bytes() {
+        for at in 0..64 {
+            for c in [b'"', b'\\', 0x00, 0x1f] {
+                let mut b = [b'a'; 64];
+                b[at] = c;
+                assert_eq!(special_mask64(&b), 1 << at, "{at} {c}");
             }
-            assert_eq!(find_special(&vec![0x80; len], 0), None);
         }
+        assert_eq!(special_mask64(&[0x80; 64]), 0);
+        assert_eq!(special_mask64(&[0x20; 64]), 0);
     }
 
     fn scan_string(s: &str) -> Option<usize> {
-        let mut sc = Scanner {
-            text: s,
-            b: s.as_bytes(),
-            pos: 0,
-            depth: 0,
-            max_depth: 10,
-        };
+        let mut sc = Scanner::new(s, 10);
         sc.string().map(|_| sc.pos)
     }
 

@@ -18,6 +18,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::engine::fastline;
 use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 
 /// Captured fields of a JSON object (key, raw JSON text of the value), in order.
@@ -287,7 +288,40 @@ fn is_content(field: &FieldDef) -> bool {
 /// the fields that have one (set membership, string lists, nested objects, messages), then
 /// the content-block fields (presence, kind, every block).
 pub fn check_object<'v>(
-    what: &str,
+    what: &dyn fmt::Display,
+    def: &TypeDef,
+    get: impl Fn(&str) -> Option<Value<'v>>,
+) -> Result<(), String> {
+    // Each field is looked up once (no type has more than this many).
+    const MAX: usize = 8;
+    if def.fields.len() > MAX {
+        return check_object_slow(what, def, get);
+    }
+    let mut values: [Option<Value<'v>>; MAX] = [None; MAX];
+    for (slot, field) in values.iter_mut().zip(def.fields) {
+        *slot = get(field.key);
+    }
+    let fields = || def.fields.iter().zip(values);
+    for (field, value) in fields().filter(|(f, _)| !is_content(f)) {
+        check_kind(what, field, value)?;
+    }
+    for (field, value) in fields().filter(|(f, _)| !is_content(f)) {
+        if let Some(value) = value {
+            check_contents(what, field, value)?;
+        }
+    }
+    for (field, value) in fields().filter(|(f, _)| is_content(f)) {
+        check_kind(what, field, value)?;
+        if let Some(value) = value {
+            check_contents(what, field, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check_object`] of a type with many fields: the same passes, looking fields up anew.
+fn check_object_slow<'v>(
+    what: &dyn fmt::Display,
     def: &TypeDef,
     get: impl Fn(&str) -> Option<Value<'v>>,
 ) -> Result<(), String> {
@@ -311,7 +345,11 @@ pub fn check_object<'v>(
 }
 
 /// A field's presence and JSON kind.
-fn check_kind(what: &str, field: &FieldDef, value: Option<Value<'_>>) -> Result<(), String> {
+fn check_kind(
+    what: &dyn fmt::Display,
+    field: &FieldDef,
+    value: Option<Value<'_>>,
+) -> Result<(), String> {
     let Some(value) = value else {
         if field.required() {
             return Err(format!("{what}: `{}` is missing", field.key));
@@ -336,7 +374,11 @@ fn check_kind(what: &str, field: &FieldDef, value: Option<Value<'_>>) -> Result<
 }
 
 /// The inside of a field whose kind was checked by [`check_object`].
-fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), String> {
+fn check_contents(
+    what: &dyn fmt::Display,
+    field: &FieldDef,
+    value: Value<'_>,
+) -> Result<(), String> {
     if let Value::Raw(raw) = value {
         if kind_of(raw) == Json::Null {
             return Ok(());
@@ -354,16 +396,14 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
                 _ => Err(format!("`{key}` must be an array of strings")),
             }
         }
-        (FieldKind::Nested(def), Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw) {
-                Ok(Shape::Object(RawObject(fields))) => {
-                    check_object(&format!("{what}.{key}"), def, |n| {
-                        get(&fields, n).map(Value::Raw)
-                    })
-                }
-                _ => Err(format!("{what}: `{key}` must be an object")),
+        (FieldKind::Nested(def), Value::Raw(raw)) => match raw_object(raw) {
+            Ok(Shape::Object(RawObject(fields))) => {
+                check_object(&format_args!("{what}.{key}"), def, |n| {
+                    get(&fields, n).map(Value::Raw)
+                })
             }
-        }
+            _ => Err(format!("{what}: `{key}` must be an object")),
+        },
         (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Content(content)) => {
             check_blocks(what, content, tags)
         }
@@ -395,10 +435,18 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
     }
 }
 
+/// A raw object's fields as serde captures them (the fast scanner first).
+fn raw_object(raw: &str) -> serde_json::Result<Shape<'_, RawObject<'_>>> {
+    match fastline::object(raw) {
+        Some(fields) => Ok(Shape::Object(RawObject(fields))),
+        None => serde_json::from_str(raw),
+    }
+}
+
 /// The blocks of a `content` array, each a block type of `tags` (a string passes: the
 /// kind check has already refused one where it is not allowed).
 fn check_blocks(
-    what: &str,
+    what: &dyn fmt::Display,
     content: &Shape<'_, RawObject<'_>>,
     tags: &[&str],
 ) -> Result<(), String> {
@@ -408,7 +456,11 @@ fn check_blocks(
     }
 }
 
-fn check_block(what: &str, block: &Shape<'_, RawObject<'_>>, tags: &[&str]) -> Result<(), String> {
+fn check_block(
+    what: &dyn fmt::Display,
+    block: &Shape<'_, RawObject<'_>>,
+    tags: &[&str],
+) -> Result<(), String> {
     let Shape::Object(RawObject(fields)) = block else {
         return Err(format!("{what}: a content block must be an object"));
     };
@@ -424,7 +476,7 @@ fn check_block(what: &str, block: &Shape<'_, RawObject<'_>>, tags: &[&str]) -> R
     let Some(def) = model::block(&kind) else {
         return Ok(());
     };
-    check_object(&format!("{what} {kind} block"), def, |n| {
+    check_object(&format_args!("{what} {kind} block"), def, |n| {
         get(fields, n).map(Value::Raw)
     })
 }
@@ -437,7 +489,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
     let Some(def) = model::message(&role) else {
         return Ok(());
     };
-    check_object(&format!("{role} message"), def, |n| {
+    check_object(&format_args!("{role} message"), def, |n| {
         if n == "content" {
             m.content.as_ref().map(Value::Content)
         } else {
