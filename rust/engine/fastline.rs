@@ -47,9 +47,6 @@ struct Scanner<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
-    /// The block whose special bytes `mask` holds (`usize::MAX`: none yet).
-    mask_block: usize,
-    mask: u64,
 }
 
 impl<'a> Scanner<'a> {
@@ -60,8 +57,6 @@ impl<'a> Scanner<'a> {
             pos: 0,
             depth: 0,
             max_depth,
-            mask_block: usize::MAX,
-            mask: 0,
         }
     }
 }
@@ -129,62 +124,12 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string at the cursor: its contents' span and whether it has an escape.
-    ///
-    /// The line is looked at in 64-byte blocks (from its start), each as one mask of its
-    /// special bytes, walked bit by bit: an escape costs a few instructions, and the
-    /// short strings of a block (keys, ids) share its mask.
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         self.eat(b'"')?;
-        let (b, start) = (self.b, self.pos);
-        let mut escaped = false;
-        let mut p = start;
-        'blocks: loop {
-            let block = p / 64;
-            let base = block * 64;
-            if base >= b.len() {
-                return None;
-            }
-            let mut mask = self.block_mask(block) & (u64::MAX << (p - base));
-            while mask != 0 {
-                let at = base + mask.trailing_zeros() as usize;
-                match b[at] {
-                    b'"' => {
-                        self.pos = at + 1;
-                        return Some((start, at, escaped));
-                    }
-                    b'\\' => {
-                        escaped = true;
-                        p = escape_end(b, at + 1)?;
-                        if p - base >= 64 {
-                            continue 'blocks;
-                        }
-                        mask &= u64::MAX << (p - base);
-                    }
-                    _ => return None, // a control character
-                }
-            }
-            p = base + 64;
-        }
-    }
-
-    /// The special bytes of 64-byte block `block` of the line (cached for the last one).
-    #[inline]
-    fn block_mask(&mut self, block: usize) -> u64 {
-        if self.mask_block != block {
-            let base = block * 64;
-            self.mask = match self.b.get(base..base + 64) {
-                Some(bytes) => special_mask64(bytes),
-                None => {
-                    // The line's last bytes, padded with a plain byte.
-                    let mut padded = [b'a'; 64];
-                    let tail = self.b.get(base..).unwrap_or_default();
-                    padded[..tail.len()].copy_from_slice(tail);
-                    special_mask64(&padded)
-                }
-            };
-            self.mask_block = block;
-        }
-        self.mask
+        let start = self.pos;
+        let (end, escaped) = string_end(self.b, start)?;
+        self.pos = end + 1;
+        Some((start, end, escaped))
     }
 
     /// An object key without escapes (serde compares decoded keys; these are their own
@@ -475,15 +420,63 @@ fn is_special(c: u8) -> bool {
     c == b'"' || c == b'\\' || c < 0x20
 }
 
-/// Bit `i` set when `block[i]` is special, for 64 bytes.
+/// The closing quote of the string whose contents start at `start`, and whether it has
+/// an escape; `None` for a control character, an invalid escape or no closing quote.
 #[inline]
-fn special_mask64(block: &[u8]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if simd::has_avx2() {
-        // SAFETY: the CPU has AVX2 (checked at run time), all the function requires; it
-        // reads nothing but its argument.
-        return unsafe { simd::special_mask64_avx2(block) };
+fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    string_end_with(b, start, |block| {
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_avx2() {
+            // SAFETY: the CPU has AVX2 (checked at run time), all the function requires.
+            // (It stays a call: inlining the scan loop into an AVX2 function made LLVM
+            // unpack every mask bit by bit.)
+            return unsafe { simd::special_mask64_avx2(block) };
+        }
+        special_mask64(block)
+    })
+}
+
+/// [`string_end`] with `mask64` finding the special bytes of 64 bytes.
+///
+/// The string is looked at in 64-byte blocks, each as one mask of its special bytes walked
+/// bit by bit, so an escape costs a few instructions, not a new scan.
+#[inline(always)]
+fn string_end_with(b: &[u8], start: usize, mask64: impl Fn(&[u8]) -> u64) -> Option<(usize, bool)> {
+    let mut escaped = false;
+    let mut base = start;
+    'blocks: loop {
+        let mut mask = match b.get(base..base + 64) {
+            Some(block) => mask64(block),
+            None => {
+                // The line's last bytes, padded with a plain byte.
+                let tail = b.get(base..)?;
+                let mut padded = [b'a'; 64];
+                padded[..tail.len()].copy_from_slice(tail);
+                mask64(&padded)
+            }
+        };
+        while mask != 0 {
+            let at = base + mask.trailing_zeros() as usize;
+            match b[at] {
+                b'"' => return Some((at, escaped)),
+                b'\\' => {
+                    escaped = true;
+                    let end = escape_end(b, at + 1)?;
+                    if end - base >= 64 {
+                        base = end;
+                        continue 'blocks;
+                    }
+                    mask &= u64::MAX << (end - base);
+                }
+                _ => return None, // a control character
+            }
+        }
+        base += 64;
     }
+}
+
+/// Bit `i` set when `block[i]` is special, for 64 bytes (SSE2 or portable).
+fn special_mask64(block: &[u8]) -> u64 {
     block.chunks_exact(16).enumerate().fold(0, |m, (i, chunk)| {
         let chunk: &[u8; 16] = chunk.try_into().unwrap_or(&[0; 16]);
         m | u64::from(special_mask(chunk)) << (16 * i)
@@ -533,7 +526,6 @@ mod simd {
 
     /// [`super::special_mask64`] with AVX2; `block` is 64 bytes.
     #[target_feature(enable = "avx2")]
-    #[inline]
     pub(super) fn special_mask64_avx2(block: &[u8]) -> u64 {
         let half = |h: &[u8]| -> u64 {
             let v: __m256i = _mm256_set_epi64x(
@@ -579,9 +571,13 @@ mod tests {
         assert_eq!(special_mask64(&[0x20; 64]), 0);
     }
 
+    /// Where a string scan ends, checking the dispatched (AVX2 here) and SSE2 scans agree.
     fn scan_string(s: &str) -> Option<usize> {
         let mut sc = Scanner::new(s, 10);
-        sc.string().map(|_| sc.pos)
+        let got = sc.string().map(|_| sc.pos);
+        let sse2 = string_end_with(s.as_bytes(), 1, special_mask64).map(|(end, _)| end + 1);
+        assert_eq!(got, sse2, "{s}");
+        got
     }
 
     #[test]
