@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 
 use crate::engine::line::RawEntry;
+use crate::engine::model::{FieldDef, FieldKind, TypeDef};
 use crate::engine::schema::{Fields, MessageFields, RawObject, Shape};
 
 /// The deepest line the fast path takes, far below serde's recursion limit (128), so a
@@ -39,6 +40,19 @@ pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
     let fields = s.object()?;
     s.ws();
     (s.pos == s.b.len()).then_some(fields)
+}
+
+/// True when `text` (valid JSON) is an object that `schema::check_object` accepts as a
+/// `def` (flat types only: scalars, sets, nested objects); `false` when unsure.
+///
+/// One pass, nothing captured: for the small nested objects every entry has (`usage`,
+/// `cost`), which `check_object` would capture and look up field by field.
+pub(crate) fn conforms(text: &str, def: &TypeDef) -> bool {
+    let mut s = Scanner::new(text, MAX_DEPTH);
+    s.ws();
+    let ok = s.conforms(def).is_some();
+    s.ws();
+    ok && s.pos == s.b.len()
 }
 
 struct Scanner<'a> {
@@ -338,6 +352,86 @@ impl<'a> Scanner<'a> {
                     }
                 }
             }
+            _ => None,
+        }
+    }
+
+    /// [`conforms`] at the cursor.
+    fn conforms(&mut self, def: &TypeDef) -> Option<()> {
+        // Fields seen, by their place in `def`; other keys seen (a duplicate of any key
+        // makes `check_object`'s capture fail).
+        const OTHERS: usize = 8;
+        if def.fields.len() > 32 {
+            return None;
+        }
+        let mut seen = 0u32;
+        let mut others: [&str; OTHERS] = [""; OTHERS];
+        let mut n_others = 0;
+        self.open(b'{')?;
+        if !self.empty(b'}')? {
+            loop {
+                let key = self.key()?;
+                match def.fields.iter().position(|f| f.key == key) {
+                    Some(i) => {
+                        if seen & 1 << i != 0 {
+                            return None;
+                        }
+                        seen |= 1 << i;
+                        self.value_conforms(&def.fields[i])?;
+                    }
+                    None => {
+                        if others[..n_others].contains(&key) || n_others == OTHERS {
+                            return None;
+                        }
+                        others[n_others] = key;
+                        n_others += 1;
+                        self.skip()?;
+                    }
+                }
+                if !self.next_or_close(b'}')? {
+                    break;
+                }
+            }
+        }
+        let missing = def
+            .fields
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.required() && seen & 1 << i == 0);
+        (!missing).then_some(())
+    }
+
+    /// A field's value of [`conforms`]: its JSON kind, set membership, nested objects.
+    fn value_conforms(&mut self, field: &FieldDef) -> Option<()> {
+        let c = self.peek()?;
+        if matches!(field.kind, FieldKind::Any) {
+            return self.skip();
+        }
+        if c == b'n' {
+            return if field.nullable {
+                self.literal(b"null")
+            } else {
+                None
+            };
+        }
+        match field.kind {
+            FieldKind::Str if c == b'"' => self.string().map(drop),
+            FieldKind::OneOf(set) if c == b'"' => {
+                let (a, e, escaped) = self.string()?;
+                (!escaped && set.contains(&self.text.get(a..e)?)).then_some(())
+            }
+            FieldKind::Int | FieldKind::TimestampMs | FieldKind::Number => {
+                let start = self.pos;
+                self.number()?;
+                let int = !self.b[start..self.pos]
+                    .iter()
+                    .any(|c| matches!(c, b'.' | b'e' | b'E'));
+                (int || matches!(field.kind, FieldKind::Number)).then_some(())
+            }
+            FieldKind::Bool if c == b't' => self.literal(b"true"),
+            FieldKind::Bool if c == b'f' => self.literal(b"false"),
+            FieldKind::Object if c == b'{' => self.skip(),
+            FieldKind::Nested(def) if c == b'{' => self.conforms(def),
             _ => None,
         }
     }

@@ -165,6 +165,7 @@ impl Store {
                 if out.start != end.good_len {
                     return Err(changed());
                 }
+                let lines = out.lines.len();
                 for line in out.lines {
                     let no = end.next_line_no + line.no;
                     match line.pre {
@@ -174,6 +175,13 @@ impl Store {
                             self.apply(&e.attach(&out.pool), len, line.offset, no)?;
                         }
                     }
+                }
+                if k == 0 && count > 1 {
+                    // Size the arena for the whole range from the first chunk's entries.
+                    let bytes = lines_end.good_len.saturating_sub(out.start).max(1) as f64;
+                    let range = (count * PARALLEL_CHUNK) as f64;
+                    let more = lines as f64 * range / bytes * 1.05;
+                    self.arena.reserve(self.arena.len() + more as usize);
                 }
                 end = ScanEnd {
                     good_len: lines_end.good_len,

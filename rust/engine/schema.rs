@@ -396,6 +396,9 @@ fn check_contents(
                 _ => Err(format!("`{key}` must be an array of strings")),
             }
         }
+        // Most nested objects are checked in one pass; the rest (and every error) by the
+        // captured fields.
+        (FieldKind::Nested(def), Value::Raw(raw)) if fastline::conforms(raw, def) => Ok(()),
         (FieldKind::Nested(def), Value::Raw(raw)) => match raw_object(raw) {
             Ok(Shape::Object(RawObject(fields))) => {
                 check_object(&format_args!("{what}.{key}"), def, |n| {
@@ -501,6 +504,95 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check_contents` of a nested object without the one-pass check.
+    fn captured_check(raw: &str, def: &TypeDef) -> bool {
+        match raw_object(raw) {
+            Ok(Shape::Object(RawObject(fields))) => {
+                check_object(&"x", def, |n| get(&fields, n).map(Value::Raw)).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn one_pass_nested_checks_accept_only_what_the_captured_check_accepts() {
+        let seeds = [
+            (
+                r#"{"input":1,"output":2,"cache_read":0,"cache_write":0,"total_tokens":3,"cost":{"input":0.5,"output":1e-3,"total":2}}"#,
+                &model::USAGE,
+            ),
+            (
+                r#"{"input":1,"cost":null,"x":[1,{"y":null}],"z":"w"}"#,
+                &model::USAGE,
+            ),
+            (
+                r#"{"input":0.25,"output":-1,"cache_read":3E2,"total":0}"#,
+                &model::COST,
+            ),
+            (
+                r#"{"type":"text","text":"hi","signature":null}"#,
+                &model::TEXT,
+            ),
+            (
+                r#"{"thinking":"t","redacted":true,"signature":"s"}"#,
+                &model::THINKING,
+            ),
+        ];
+        let pieces = [
+            "null",
+            "1",
+            "1.5",
+            "-0",
+            "\"s\"",
+            "\"\\u00e9\"",
+            "true",
+            "{}",
+            "[]",
+            "\"input\"",
+            "\"cost\"",
+            ",",
+            ":",
+            "{\"total\":1}",
+            "\"text\"",
+            "\"x\":1,",
+        ];
+        let mut rng = fastrand::Rng::with_seed(7);
+        let (mut accepted, mut tried) = (0, 0);
+        for _ in 0..60_000 {
+            let (seed, def) = seeds[rng.usize(..seeds.len())];
+            let mut text = seed.to_string();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(..=text.len());
+                if !text.is_char_boundary(at) {
+                    continue;
+                }
+                match rng.u8(..3) {
+                    0 => text.insert_str(at, pieces[rng.usize(..pieces.len())]),
+                    1 => {
+                        let end = (at + rng.usize(1..6)).min(text.len());
+                        if text.is_char_boundary(end) {
+                            text.replace_range(at..end, "");
+                        }
+                    }
+                    _ => text.insert_str(at, pieces[rng.usize(..pieces.len())]),
+                }
+            }
+            // Raw values are valid JSON.
+            if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+                continue;
+            }
+            tried += 1;
+            if fastline::conforms(&text, def) {
+                accepted += 1;
+                assert!(captured_check(&text, def), "{text}");
+            }
+        }
+        for (seed, def) in seeds {
+            assert!(fastline::conforms(seed, def), "{seed}");
+        }
+        assert!(accepted > 1000 && tried > 5000, "{accepted} of {tried}");
+    }
 
     #[test]
     fn kinds_by_first_byte() {
