@@ -1,5 +1,9 @@
-//! Ingesting lines: scanned batches are parsed on every core, then applied to the arena in
-//! file order under the lenient reader's rules (or refused in strict mode).
+//! Ingesting lines: lines are parsed on every core, then applied to the arena in file order
+//! under the lenient reader's rules (or refused in strict mode).
+//!
+//! A large part of a file is read in chunks by worker threads (`pread`), each parsing the
+//! lines that start in its chunk; anything else (memory stores, small files, what follows
+//! the chunks) is streamed by [`scan_into`] in batches parsed by [`parallel_map`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -152,12 +156,13 @@ impl Store {
             next_line_no: self.next_line_no,
         };
         let changed = || EngineError::new(ErrorCode::Io, "the file changed while it was read");
+        let stopped = || EngineError::new(ErrorCode::Io, "a reader thread stopped");
         for k in 0..count {
             let out = loop {
                 if let Some(out) = waiting.remove(&k) {
                     break out;
                 }
-                let (i, out) = rx.recv().map_err(|_| changed())?;
+                let (i, out) = rx.recv().map_err(|_| stopped())?;
                 waiting.insert(i, out);
             };
             let out = out.map_err(|e| scan_error(path, e))?;
@@ -165,7 +170,7 @@ impl Store {
                 if out.start != end.good_len {
                     return Err(changed());
                 }
-                let lines = out.lines.len();
+                let before = self.arena.len();
                 for line in out.lines {
                     let no = end.next_line_no + line.no;
                     match line.pre {
@@ -177,11 +182,14 @@ impl Store {
                     }
                 }
                 if k == 0 && count > 1 {
-                    // Size the arena for the whole range from the first chunk's entries.
+                    // Size the arena for the whole range from the first chunk's entries,
+                    // never for more than one entry per `MIN_RESERVED_BYTES` (a file of
+                    // tiny lines regrows as it loads rather than reserving a lot up front).
                     let bytes = lines_end.good_len.saturating_sub(out.start).max(1) as f64;
                     let range = (count * PARALLEL_CHUNK) as f64;
-                    let more = lines as f64 * range / bytes * 1.05;
-                    self.arena.reserve(self.arena.len() + more as usize);
+                    let more = (self.arena.len() - before) as f64 * range / bytes * 1.05;
+                    let more = (more as usize).min(count * PARALLEL_CHUNK / MIN_RESERVED_BYTES);
+                    self.arena.reserve(self.arena.len() + more);
                 }
                 end = ScanEnd {
                     good_len: lines_end.good_len,
@@ -380,7 +388,7 @@ fn parallel_map<'a, T: Sync, R: Send>(
     parallel: bool,
     f: impl Fn(&'a T) -> R + Sync,
 ) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let threads = threads();
     if threads < 2 || !parallel || items.len() < 2 {
         return items.iter().map(f).collect();
     }
@@ -409,6 +417,9 @@ const PARALLEL_CHUNK: usize = if cfg!(test) { 16 << 10 } else { 4 << 20 };
 /// A worker reads its chunk this many bytes at a time (the bytes are still in the core's
 /// cache when they are parsed).
 const READ_SIZE: usize = if cfg!(test) { 4 << 10 } else { 512 << 10 };
+
+/// The arena is sized up front for at most one entry per this many bytes of a file.
+const MIN_RESERVED_BYTES: usize = 512;
 
 /// How many chunks past the last one applied may be read (memory: this many chunks'
 /// entries, plus one read buffer per worker).

@@ -189,7 +189,7 @@ pub enum Line<'a> {
 }
 
 /// Read size: large enough that splitting a chunk's lines across cores pays off.
-pub const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 8 << 20;
 
 /// One complete line of a batch: the line, its byte offset and its 1-based number.
 pub type BatchLine<'a> = (Line<'a>, u64, u64);
@@ -225,7 +225,7 @@ pub struct ScanSpan {
 }
 
 /// [`scan`] into a buffer the caller keeps between scans (its length is the read size;
-/// one at most [`CHUNK`] is made for an empty one), stopping before the first line that
+/// one of at most 8 MiB is made for an empty one), stopping before the first line that
 /// starts at or after `span.stop_at`. `ScanEnd::good_len` is then that line's offset.
 pub fn scan_into<R: Read>(
     buf: &mut Vec<u8>,
