@@ -457,17 +457,6 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Where the escape whose letter is at `p` ends; `None` for an invalid escape or a `\u`
-/// surrogate that is not a leading one followed by a trailing one.
-#[inline]
-fn escape_end(b: &[u8], p: usize) -> Option<usize> {
-    match ESCAPES[usize::from(*b.get(p)?)] {
-        SIMPLE => Some(p + 1),
-        UNICODE => unicode_escape_end(b, p),
-        _ => None,
-    }
-}
-
 const SIMPLE: u8 = 1;
 const UNICODE: u8 = 2;
 
@@ -484,7 +473,8 @@ static ESCAPES: [u8; 256] = {
     t
 };
 
-/// [`escape_end`] of a `\u` escape (`p` at the `u`).
+/// Where the `\u` escape whose `u` is at `p` ends; `None` for bad hex digits or a
+/// surrogate that is not a leading one followed by a trailing one (serde's rules for text).
 #[cold]
 fn unicode_escape_end(b: &[u8], p: usize) -> Option<usize> {
     let n = hex4(b, p + 1)?;
@@ -508,12 +498,6 @@ fn hex4(b: &[u8], p: usize) -> Option<u16> {
     })
 }
 
-/// True for the bytes that end a run of plain string text: `"`, `\` and controls.
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-fn is_special(c: u8) -> bool {
-    c == b'"' || c == b'\\' || c < 0x20
-}
-
 /// The closing quote of the string whose contents start at `start`, and whether it has
 /// an escape; `None` for a control character, an invalid escape or no closing quote.
 #[inline]
@@ -524,76 +508,145 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
             // SAFETY: the CPU has AVX2 (checked at run time), all the function requires.
             // (It stays a call: inlining the scan loop into an AVX2 function made LLVM
             // unpack every mask bit by bit.)
-            return unsafe { simd::special_mask64_avx2(block) };
+            return unsafe { simd::masks64_avx2(block) };
         }
-        special_mask64(block)
+        masks64(block)
     })
 }
 
-/// [`string_end`] with `mask64` finding the special bytes of 64 bytes.
+/// The masks of 64 bytes: quotes, backslashes and control characters (bit `i`: byte `i`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Masks {
+    quote: u64,
+    backslash: u64,
+    control: u64,
+}
+
+/// The characters escaped by a backslash (the one after each backslash that starts an
+/// escape), given the block's backslashes and whether its first byte is escaped (`carry`,
+/// updated for the next block): simdjson's odd-backslash-run trick, no loop.
+fn escaped_chars(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A backslash escaped by the previous block's last one starts nothing.
+    let backslash = backslash & !*carry;
+    let follows_escape = backslash << 1 | *carry;
+    // Runs of backslashes that start on an odd bit, added to the backslashes, carry
+    // through their run and flip the parity of what follows.
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ even_starts << 1) & follows_escape
+}
+
+/// [`string_end`] with `masks` giving the masks of 64 bytes.
 ///
-/// The string is looked at in 64-byte blocks, each as one mask of its special bytes walked
-/// bit by bit, so an escape costs a few instructions, not a new scan.
+/// The string is looked at in 64-byte blocks: the quotes that are not escaped end it,
+/// the escaped characters are checked from their masks (a table look-up each; `\u`
+/// escapes by [`unicode_escape_end`]), and a control character before the end refuses it.
 #[inline(always)]
-fn string_end_with(b: &[u8], start: usize, mask64: impl Fn(&[u8]) -> u64) -> Option<(usize, bool)> {
+fn string_end_with(
+    b: &[u8],
+    start: usize,
+    masks: impl Fn(&[u8]) -> Masks,
+) -> Option<(usize, bool)> {
     let mut escaped = false;
-    let mut base = start;
-    'blocks: loop {
-        let mut mask = match b.get(base..base + 64) {
-            Some(block) => mask64(block),
+    let (mut base, mut carry) = (start, 0u64);
+    // A `\u` trailing surrogate checked with its leading one: its `u` is skipped.
+    let mut checked_until = 0;
+    loop {
+        let m = match b.get(base..base + 64) {
+            Some(block) => masks(block),
             None => {
-                // The line's last bytes, padded with a plain byte.
+                // The text's last bytes, padded with a plain byte (an escape reaching
+                // past the end finds it and is refused; no quote there: unterminated).
                 let tail = b.get(base..)?;
                 let mut padded = [b'a'; 64];
                 padded[..tail.len()].copy_from_slice(tail);
-                mask64(&padded)
+                masks(&padded)
             }
         };
-        while mask != 0 {
-            let at = base + mask.trailing_zeros() as usize;
-            match b[at] {
-                b'"' => return Some((at, escaped)),
-                b'\\' => {
-                    escaped = true;
-                    let end = escape_end(b, at + 1)?;
-                    if end - base >= 64 {
-                        base = end;
-                        continue 'blocks;
-                    }
-                    mask &= u64::MAX << (end - base);
-                }
-                _ => return None, // a control character
+        let escapes = escaped_chars(m.backslash, &mut carry);
+        let quotes = m.quote & !escapes;
+        // The bytes of this block before the closing quote (all of it if none).
+        let inside = match quotes {
+            0 => u64::MAX,
+            q => (1u64 << q.trailing_zeros()) - 1,
+        };
+        if m.control & inside != 0 {
+            return None;
+        }
+        let mut letters = escapes & inside;
+        escaped |= letters != 0;
+        while letters != 0 {
+            let at = base + letters.trailing_zeros() as usize;
+            letters &= letters - 1;
+            // (A backslash ending the text escapes the padding: no letter, no string.)
+            match ESCAPES[usize::from(*b.get(at)?)] {
+                SIMPLE => {}
+                UNICODE if at < checked_until => {}
+                UNICODE => checked_until = unicode_escape_end(b, at)?,
+                _ => return None,
             }
+        }
+        if quotes != 0 {
+            return Some((base + quotes.trailing_zeros() as usize, escaped));
         }
         base += 64;
     }
 }
 
-/// Bit `i` set when `block[i]` is special, for 64 bytes (SSE2 or portable).
-fn special_mask64(block: &[u8]) -> u64 {
-    block.chunks_exact(16).enumerate().fold(0, |m, (i, chunk)| {
+/// [`Masks`] of 64 bytes (SSE2 or portable).
+fn masks64(block: &[u8]) -> Masks {
+    let mut m = Masks {
+        quote: 0,
+        backslash: 0,
+        control: 0,
+    };
+    for (i, chunk) in block.chunks_exact(16).enumerate() {
         let chunk: &[u8; 16] = chunk.try_into().unwrap_or(&[0; 16]);
-        m | u64::from(special_mask(chunk)) << (16 * i)
-    })
+        let (q, bs, c) = masks16(chunk);
+        m.quote |= u64::from(q) << (16 * i);
+        m.backslash |= u64::from(bs) << (16 * i);
+        m.control |= u64::from(c) << (16 * i);
+    }
+    m
 }
 
-/// Bit `i` set when `block[i]` is special.
+/// Quote, backslash and control masks of 16 bytes.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline]
-fn special_mask(block: &[u8; 16]) -> u32 {
+fn masks16(block: &[u8; 16]) -> (u16, u16, u16) {
     // SAFETY: SSE2 is enabled for this target (the cfg above), which is all the
     // function requires; it reads nothing but its argument.
-    unsafe { simd::special_mask_sse2(block) }
+    unsafe { simd::masks16_sse2(block) }
+}
+
+/// Quote, backslash and control masks of 16 bytes (portable fallback).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline]
+fn masks16(block: &[u8; 16]) -> (u16, u16, u16) {
+    block
+        .iter()
+        .enumerate()
+        .fold((0, 0, 0), |(q, bs, c), (i, &x)| {
+            (
+                q | u16::from(x == b'"') << i,
+                bs | u16::from(x == b'\\') << i,
+                c | u16::from(x < 0x20) << i,
+            )
+        })
 }
 
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::{
         __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8, _mm256_set_epi64x, _mm_cmpeq_epi8, _mm_min_epu8,
-        _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x,
+        _mm256_set1_epi8, _mm256_set_epi64x, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_set1_epi8, _mm_set_epi64x,
     };
     use std::sync::OnceLock;
+
+    use super::Masks;
 
     /// Whether this CPU has AVX2 (asked once).
     #[inline]
@@ -608,20 +661,20 @@ mod simd {
 
     #[target_feature(enable = "sse2")]
     #[inline]
-    pub(super) fn special_mask_sse2(block: &[u8; 16]) -> u32 {
+    pub(super) fn masks16_sse2(block: &[u8; 16]) -> (u16, u16, u16) {
         let v: __m128i = _mm_set_epi64x(word(&block[8..]), word(&block[..8]));
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         // x < 0x20 exactly when min(x, 0x1f) == x (unsigned).
         let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-        let any = _mm_or_si128(_mm_or_si128(quote, backslash), control);
-        _mm_movemask_epi8(any) as u32 & 0xffff
+        let bits = |m: __m128i| _mm_movemask_epi8(m) as u16;
+        (bits(quote), bits(backslash), bits(control))
     }
 
-    /// [`super::special_mask64`] with AVX2; `block` is 64 bytes.
+    /// [`super::masks64`] with AVX2; `block` is 64 bytes.
     #[target_feature(enable = "avx2")]
-    pub(super) fn special_mask64_avx2(block: &[u8]) -> u64 {
-        let half = |h: &[u8]| -> u64 {
+    pub(super) fn masks64_avx2(block: &[u8]) -> Masks {
+        let half = |h: &[u8]| -> (u64, u64, u64) {
             let v: __m256i = _mm256_set_epi64x(
                 word(&h[24..32]),
                 word(&h[16..24]),
@@ -631,21 +684,16 @@ mod simd {
             let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
             let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
             let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
-            let any = _mm256_or_si256(_mm256_or_si256(quote, backslash), control);
-            u64::from(_mm256_movemask_epi8(any) as u32)
+            let bits = |m: __m256i| u64::from(_mm256_movemask_epi8(m) as u32);
+            (bits(quote), bits(backslash), bits(control))
         };
-        half(&block[..32]) | half(&block[32..64]) << 32
+        let (lo, hi) = (half(&block[..32]), half(&block[32..64]));
+        Masks {
+            quote: lo.0 | hi.0 << 32,
+            backslash: lo.1 | hi.1 << 32,
+            control: lo.2 | hi.2 << 32,
+        }
     }
-}
-
-/// Bit `i` set when `block[i]` is special (portable fallback).
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline]
-fn special_mask(block: &[u8; 16]) -> u32 {
-    block
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, &c)| m | u32::from(is_special(c)) << i)
 }
 
 #[cfg(test)]
@@ -658,18 +706,43 @@ mod tests {
             for c in [b'"', b'\\', 0x00, 0x1f] {
                 let mut b = [b'a'; 64];
                 b[at] = c;
-                assert_eq!(special_mask64(&b), 1 << at, "{at} {c}");
+                let m = masks64(&b);
+                let bit = |hit: bool| if hit { 1u64 << at } else { 0 };
+                let want = (bit(c == b'"'), bit(c == b'\\'), bit(c < 0x20));
+                assert_eq!((m.quote, m.backslash, m.control), want, "{at} {c}");
+                #[cfg(target_arch = "x86_64")]
+                if simd::has_avx2() {
+                    // SAFETY: the CPU has AVX2 (just checked).
+                    assert_eq!(unsafe { simd::masks64_avx2(&b) }, m);
+                }
             }
         }
-        assert_eq!(special_mask64(&[0x80; 64]), 0);
-        assert_eq!(special_mask64(&[0x20; 64]), 0);
+        let plain = masks64(&[0x80; 64]);
+        assert_eq!((plain.quote, plain.backslash, plain.control), (0, 0, 0));
+    }
+
+    #[test]
+    fn runs_of_backslashes_escape_by_parity() {
+        // n backslashes, then a quote: it ends the string when n is even.
+        for pad in 0..70 {
+            for n in 0..70 {
+                let body = format!("{}{}", "a".repeat(pad), "\\".repeat(n));
+                let s = format!("\"{body}\"tail\"");
+                let end = if n % 2 == 0 { body.len() + 2 } else { s.len() };
+                assert_eq!(scan_string(&s), Some(end), "{pad} {n}");
+                let prefix = &s[..end];
+                assert!(serde_json::from_str::<String>(prefix).is_ok(), "{prefix}");
+                // Cut off before its closing quote (a backslash may end the text).
+                assert_eq!(scan_string(&format!("\"{body}")), None, "{pad} {n}");
+            }
+        }
     }
 
     /// Where a string scan ends, checking the dispatched (AVX2 here) and SSE2 scans agree.
     fn scan_string(s: &str) -> Option<usize> {
         let mut sc = Scanner::new(s, 10);
         let got = sc.string().map(|_| sc.pos);
-        let sse2 = string_end_with(s.as_bytes(), 1, special_mask64).map(|(end, _)| end + 1);
+        let sse2 = string_end_with(s.as_bytes(), 1, masks64).map(|(end, _)| end + 1);
         assert_eq!(got, sse2, "{s}");
         got
     }
@@ -684,6 +757,7 @@ mod tests {
         ];
         let bad = [
             r#"\x"#,
+            "\\",
             r#"\u12"#,
             r#"\uDE00"#,
             r#"\uD83D"#,
