@@ -641,6 +641,36 @@ mod tests {
     }
 
     #[test]
+    fn the_fast_capture_takes_every_field_serde_takes() {
+        let mut keys: Vec<&str> = model::ENTRY_BASE.fields.iter().map(|f| f.key).collect();
+        for def in model::ENTRIES {
+            for f in def.fields {
+                if !matches!(f.kind, model::FieldKind::Any) && f.key != "message" {
+                    keys.push(f.key);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let members: Vec<String> = keys
+            .iter()
+            .map(|k| format!(r#""{k}":[{{"k":"{k}"}}]"#))
+            .collect();
+        let line = format!(
+            r#"{{"type":"x",{},"message":{{"role":"r"}}}}"#,
+            members.join(",")
+        );
+        let mut fast = fastline::capture(&line, 10).unwrap();
+        let mut serde: RawEntry<'_> = serde_json::from_str(&line).unwrap();
+        for key in keys {
+            let want = format!(r#"[{{"k":"{key}"}}]"#);
+            assert_eq!(fast.raw_slot(key).copied(), Some(Some(&*want)), "{key}");
+            assert_eq!(serde.raw_slot(key).copied(), Some(Some(&*want)), "{key}");
+            assert!(fast.field(key).is_some() || matches!(key, "id" | "parent_id" | "timestamp"));
+        }
+    }
+
+    #[test]
     fn errors_name_the_type_and_the_path() {
         let base = r#""id":"a","parent_id":null,"timestamp":"t""#;
         let asst = r#""type":"message","message":{"role":"assistant","provider":"p","model":"m","timestamp":1"#;
