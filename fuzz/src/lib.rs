@@ -6,7 +6,9 @@
 //! overflow is a finding.
 
 use _core::engine::jsonl::DEFAULT_MAX_DEPTH;
-use _core::engine::line::{parse_entry, parse_header, MAX_ID_BYTES};
+use _core::engine::line::{
+    parse_entry, parse_entry_fast, parse_entry_serde, parse_header, MAX_ID_BYTES,
+};
 use _core::engine::{ErrorCode, Limits, Store};
 
 /// The JSON nesting depth of `text`, ignoring brackets inside strings.
@@ -46,6 +48,15 @@ pub fn check_line(data: &[u8]) {
         return;
     };
     let _ = parse_header(text);
+    // Where the fast path takes a line, it says exactly what serde says.
+    if let Some(fast) = parse_entry_fast(text, MAX_ID_BYTES, DEFAULT_MAX_DEPTH) {
+        let serde = parse_entry_serde(text, MAX_ID_BYTES);
+        assert_eq!(
+            format!("{fast:?}"),
+            format!("{serde:?}"),
+            "the fast path and serde disagree"
+        );
+    }
     let parsed_ok = match parse_entry(text, MAX_ID_BYTES) {
         Ok(e) => {
             assert!(!e.id.is_empty(), "accepted an empty id");

@@ -461,6 +461,25 @@ impl Arena {
         idx
     }
 
+    /// Makes room for `entries` entries in all, so a large load does not regrow (and
+    /// rehash) as it goes.
+    pub(super) fn reserve(&mut self, entries: usize) {
+        let more = entries.saturating_sub(self.nodes.len());
+        let per_entry = match self.nodes.len() {
+            0 => 32,
+            n => self.pool.len().div_ceil(n),
+        };
+        self.nodes.reserve(more);
+        self.pool.reserve(more.saturating_mul(per_entry));
+        let (nodes, pool, hasher) = (&self.nodes, &self.pool, &self.hasher);
+        if let Some(table) = self.index.get_mut() {
+            table.reserve(more, |&i| {
+                let r = nodes[i as usize].id;
+                hasher.hash_one(&pool[r.start as usize..(r.start + r.len) as usize])
+            });
+        }
+    }
+
     pub(super) fn link_child(&mut self, parent: u32, idx: u32) {
         let (first, last) = if parent == NONE {
             (&mut self.first_root, &mut self.last_root)

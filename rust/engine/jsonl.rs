@@ -237,17 +237,51 @@ pub fn scan<R: Read>(
     first_line_no: u64,
     max_line_bytes: usize,
     size_hint: usize,
+    on_batch: impl FnMut(&[BatchLine<'_>]) -> Result<()>,
+) -> io::Result<ScanEnd> {
+    let mut buf = Vec::new();
+    let span = ScanSpan {
+        offset,
+        first_line_no,
+        stop_at: u64::MAX,
+    };
+    scan_into(&mut buf, reader, span, max_line_bytes, size_hint, on_batch)
+}
+
+/// Where a scan starts, and the offset at which a line starting there ends it.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanSpan {
+    /// File offset of the first line (`reader`'s position).
+    pub offset: u64,
+    /// Number of the first line.
+    pub first_line_no: u64,
+    /// A line starting at or after this offset is left unread (`u64::MAX`: read to EOF).
+    pub stop_at: u64,
+}
+
+/// [`scan`] into a buffer the caller keeps between scans (its length is the read size;
+/// one of at most 8 MiB is made for an empty one), stopping before the first line that
+/// starts at or after `span.stop_at`. `ScanEnd::good_len` is then that line's offset.
+pub fn scan_into<R: Read>(
+    buf: &mut Vec<u8>,
+    reader: &mut R,
+    span: ScanSpan,
+    max_line_bytes: usize,
+    size_hint: usize,
     mut on_batch: impl FnMut(&[BatchLine<'_>]) -> Result<()>,
 ) -> io::Result<ScanEnd> {
     // Small documents get a small buffer (a full chunk costs ~0.1 ms to allocate and
     // clear); the buffer grows past the hint when a line needs it.
-    let mut buf = vec![0u8; size_hint.saturating_add(1).clamp(4096, CHUNK)];
+    if buf.is_empty() {
+        buf.resize(size_hint.saturating_add(1).clamp(4096, CHUNK), 0);
+    }
     let (mut start, mut end) = (0usize, 0usize);
-    let mut base = offset; // file offset of buf[0]
-    let mut line_no = first_line_no;
+    let mut base = span.offset; // file offset of buf[0]
+    let mut line_no = span.first_line_no;
     // While skipping an oversize line: where it started and how long it is so far.
     let mut skipping: Option<(u64, u64)> = None;
     loop {
+        let mut stopped = false;
         // The complete lines in the buffer, in batches of at most MAX_BATCH_LINES: a chunk
         // of millions of tiny lines must not cost a parse result per line at once.
         loop {
@@ -257,6 +291,10 @@ pub fn scan<R: Read>(
             while let Some(nl) = memchr(b'\n', &buf[start..end]) {
                 match skipping.take() {
                     Some((at, skipped)) => too_large = Some((skipped + nl as u64, at, line_no)),
+                    None if base + start as u64 >= span.stop_at => {
+                        stopped = true;
+                        break;
+                    }
                     None => spans.push((start, start + nl, base + start as u64, line_no)),
                 }
                 line_no += 1;
@@ -278,9 +316,15 @@ pub fn scan<R: Read>(
             if !batch.is_empty() {
                 on_batch(&batch).map_err(io::Error::other)?;
             }
-            if !full {
+            if !full || stopped {
                 break;
             }
+        }
+        if stopped || (skipping.is_none() && base + start as u64 >= span.stop_at) {
+            return Ok(ScanEnd {
+                good_len: base + start as u64,
+                next_line_no: line_no,
+            });
         }
         if let Some((_, skipped)) = &mut skipping {
             *skipped += (end - start) as u64;

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, Role, HEADER_TYPE};
+use crate::engine::fastline;
 use crate::engine::model;
 use crate::engine::schema::{self, MessageFields, Shape, Value};
 
@@ -77,66 +78,97 @@ fn line_err<T>(msg: impl Into<String>) -> Result<T, LineError> {
     Err(LineError(msg.into()))
 }
 
-#[derive(Deserialize)]
-struct RawEntry<'a> {
+/// An entry line's fields as captured, before any check: the top-level fields the engine
+/// reads as raw JSON text (`null` included), `message` visited. `fastline` captures the
+/// same from the lines it accepts; serde captures every other line.
+#[derive(Deserialize, Default)]
+pub(crate) struct RawEntry<'a> {
     #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
+    pub(crate) kind: Cow<'a, str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    id: Option<&'a RawValue>,
+    id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    parent_id: Option<&'a RawValue>,
+    parent_id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    target_id: Option<&'a RawValue>,
+    target_id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    label: Option<&'a RawValue>,
+    label: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    first_kept_entry_id: Option<&'a RawValue>,
+    first_kept_entry_id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    retained_tail: Option<&'a RawValue>,
+    retained_tail: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    name: Option<&'a RawValue>,
+    name: Option<&'a str>,
     #[serde(borrow, default)]
-    message: Option<Shape<'a, MessageFields<'a>>>,
+    pub(crate) message: Option<Shape<'a, MessageFields<'a>>>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    usage: Option<&'a RawValue>,
+    usage: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    thinking_level: Option<&'a RawValue>,
+    thinking_level: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    provider: Option<&'a RawValue>,
+    provider: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    model_id: Option<&'a RawValue>,
+    model_id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    active_tool_names: Option<&'a RawValue>,
+    active_tool_names: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    summary: Option<&'a RawValue>,
+    summary: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    tokens_before: Option<&'a RawValue>,
+    tokens_before: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    from_hook: Option<&'a RawValue>,
+    from_hook: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    from_id: Option<&'a RawValue>,
+    from_id: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    custom_type: Option<&'a RawValue>,
+    custom_type: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    content: Option<&'a RawValue>,
+    content: Option<&'a str>,
     #[serde(borrow, default, deserialize_with = "keep_null")]
-    display: Option<&'a RawValue>,
+    display: Option<&'a str>,
 }
 
 /// A present field as raw JSON, `null` included (`Option`'s own impl reads `null` as
 /// absent, which would let `"from_hook": null` pass for a missing field).
-fn keep_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&'de RawValue>::deserialize(d).map(Some)
+fn keep_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(|r| Some(r.get()))
 }
 
 /// `None` for JSON `null`.
-fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
-    raw.filter(|r| r.get() != "null")
+fn non_null(raw: Option<&str>) -> Option<&str> {
+    raw.filter(|r| *r != "null")
 }
 
 impl<'a> RawEntry<'a> {
+    /// The slot of a top-level field captured raw (every field but `type` and `message`),
+    /// `None` for a key the engine does not read.
+    pub(crate) fn raw_slot(&mut self, key: &str) -> Option<&mut Option<&'a str>> {
+        Some(match key {
+            "id" => &mut self.id,
+            "parent_id" => &mut self.parent_id,
+            "timestamp" => &mut self.timestamp,
+            "target_id" => &mut self.target_id,
+            "label" => &mut self.label,
+            "first_kept_entry_id" => &mut self.first_kept_entry_id,
+            "retained_tail" => &mut self.retained_tail,
+            "name" => &mut self.name,
+            "usage" => &mut self.usage,
+            "thinking_level" => &mut self.thinking_level,
+            "provider" => &mut self.provider,
+            "model_id" => &mut self.model_id,
+            "active_tool_names" => &mut self.active_tool_names,
+            "summary" => &mut self.summary,
+            "tokens_before" => &mut self.tokens_before,
+            "from_hook" => &mut self.from_hook,
+            "from_id" => &mut self.from_id,
+            "custom_type" => &mut self.custom_type,
+            "content" => &mut self.content,
+            "display" => &mut self.display,
+            _ => return None,
+        })
+    }
+
     /// A type-specific field by name (`null` included), as the checker reads it.
     fn field(&self, name: &str) -> Option<Value<'_>> {
         let raw = match name {
@@ -173,23 +205,19 @@ impl<'a> RawEntry<'a> {
     }
 }
 
-/// A JSON string borrowed from the line when it has no escapes.
-#[derive(Deserialize)]
-struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-
 /// `Some(text)` for a JSON string, `None` for null; an error for any other shape.
-fn opt_str<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Option<Cow<'a, str>>, LineError> {
+fn opt_str<'a>(raw: Option<&'a str>, field: &str) -> Result<Option<Cow<'a, str>>, LineError> {
     match raw {
         None => Ok(None),
-        Some(raw) if raw.get() == "null" => Ok(None),
-        Some(raw) => match serde_json::from_str::<Text<'a>>(raw.get()) {
-            Ok(Text(s)) => Ok(Some(s)),
-            Err(_) => line_err(format!("`{field}` must be a string or null")),
+        Some("null") => Ok(None),
+        Some(raw) => match schema::raw_str(raw) {
+            Some(s) => Ok(Some(s)),
+            None => line_err(format!("`{field}` must be a string or null")),
         },
     }
 }
 
-fn req_str<'a>(raw: Option<&'a RawValue>, field: &str) -> Result<Cow<'a, str>, LineError> {
+fn req_str<'a>(raw: Option<&'a str>, field: &str) -> Result<Cow<'a, str>, LineError> {
     match opt_str(raw, field)? {
         Some(s) => Ok(s),
         None => line_err(format!("`{field}` is missing")),
@@ -214,8 +242,8 @@ struct RawUsage {
 }
 
 /// Usage is read leniently: a usage object of the wrong shape counts as none.
-fn parse_usage(raw: Option<&RawValue>) -> Option<UsageSums> {
-    let usage: RawUsage = serde_json::from_str(raw?.get()).ok()?;
+fn parse_usage(raw: Option<&str>) -> Option<UsageSums> {
+    let usage: RawUsage = serde_json::from_str(raw?).ok()?;
     let tokens = |v: f64| {
         if v.is_finite() && v > 0.0 {
             v as u64
@@ -249,10 +277,32 @@ pub fn check_id(id: &str, max_bytes: usize) -> Result<(), LineError> {
 
 /// Parses one entry line (without its newline).
 pub fn parse_entry(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
-    let raw: RawEntry<'_> = match serde_json::from_str(line) {
-        Ok(raw) => raw,
-        Err(e) => return line_err(format!("invalid JSON entry: {e}")),
-    };
+    match parse_entry_fast(line, max_id_bytes, fastline::MAX_DEPTH) {
+        Some(result) => result,
+        None => parse_entry_serde(line, max_id_bytes),
+    }
+}
+
+/// [`parse_entry`] of a line that `fastline` accepts (it is then no deeper than
+/// `max_depth`); `None` when it leaves the line to serde.
+pub fn parse_entry_fast(
+    line: &str,
+    max_id_bytes: usize,
+    max_depth: usize,
+) -> Option<Result<ParsedEntry<'_>, LineError>> {
+    fastline::capture(line, max_depth).map(|raw| check_entry(raw, max_id_bytes))
+}
+
+/// [`parse_entry`] through serde alone (whose messages the load report quotes).
+pub fn parse_entry_serde(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
+    match serde_json::from_str(line) {
+        Ok(raw) => check_entry(raw, max_id_bytes),
+        Err(e) => line_err(format!("invalid JSON entry: {e}")),
+    }
+}
+
+/// Checks a captured line and keeps what the engine needs.
+fn check_entry(raw: RawEntry<'_>, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
     let kind = Kind::from_type(&raw.kind);
     if kind == Kind::Header {
         return line_err("a second session header");
@@ -355,18 +405,18 @@ pub fn parse_header(line: &str) -> Result<String, LineError> {
         None => return line_err("session header has no valid integer `version`"),
     }
     let in_header = |e: LineError| LineError(format!("session header: {e}"));
-    let id = req_str(raw.id, "id").map_err(in_header)?;
+    let id = req_str(raw.id.map(RawValue::get), "id").map_err(in_header)?;
     if id.is_empty() {
         return line_err("session header has an empty `id`");
     }
-    let timestamp = req_str(raw.timestamp, "timestamp").map_err(in_header)?;
+    let timestamp = req_str(raw.timestamp.map(RawValue::get), "timestamp").map_err(in_header)?;
     if let Err(why) = check_timestamp(&timestamp) {
         return line_err(format!(
             "session header: `timestamp` {timestamp:?} is not an ISO-8601 time ({why})"
         ));
     }
-    req_str(raw.cwd, "cwd").map_err(in_header)?;
-    opt_str(raw.parent_session, "parent_session").map_err(in_header)?;
+    req_str(raw.cwd.map(RawValue::get), "cwd").map_err(in_header)?;
+    opt_str(raw.parent_session.map(RawValue::get), "parent_session").map_err(in_header)?;
     if let Some(m) = raw.metadata {
         if m.get() != "null" && !m.get().starts_with('{') {
             return line_err("session header: `metadata` must be an object or null");
@@ -772,6 +822,36 @@ mod tests {
                 let raw: RawEntry<'_> = serde_json::from_str(&line).unwrap();
                 assert!(raw.field(field.key).is_some(), "{}", field.key);
             }
+        }
+    }
+
+    #[test]
+    fn the_fast_capture_takes_every_field_serde_takes() {
+        let mut keys: Vec<&str> = model::ENTRY_BASE.fields.iter().map(|f| f.key).collect();
+        for def in model::ENTRIES {
+            for f in def.fields {
+                if !matches!(f.kind, model::FieldKind::Any) && f.key != "message" {
+                    keys.push(f.key);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let members: Vec<String> = keys
+            .iter()
+            .map(|k| format!(r#""{k}":[{{"k":"{k}"}}]"#))
+            .collect();
+        let line = format!(
+            r#"{{"type":"x",{},"message":{{"role":"r"}}}}"#,
+            members.join(",")
+        );
+        let mut fast = fastline::capture(&line, 10).unwrap();
+        let mut serde: RawEntry<'_> = serde_json::from_str(&line).unwrap();
+        for key in keys {
+            let want = format!(r#"[{{"k":"{key}"}}]"#);
+            assert_eq!(fast.raw_slot(key).copied(), Some(Some(&*want)), "{key}");
+            assert_eq!(serde.raw_slot(key).copied(), Some(Some(&*want)), "{key}");
+            assert!(fast.field(key).is_some() || matches!(key, "id" | "parent_id" | "timestamp"));
         }
     }
 

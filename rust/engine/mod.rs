@@ -2,6 +2,7 @@
 
 pub mod arena;
 pub mod error;
+mod fastline;
 mod hooks;
 pub mod index;
 mod index_codec;

@@ -18,10 +18,14 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::engine::fastline;
 use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 
-/// Captured fields of a JSON object (key, raw value), in order.
-type Fields<'a> = Vec<(Cow<'a, str>, &'a RawValue)>;
+/// Captured fields of a JSON object (key, raw JSON text of the value), in order.
+///
+/// A raw value is always the text of one valid JSON value, without surrounding whitespace
+/// (what serde's `RawValue` holds, and what `fastline` captures the same way).
+pub type Fields<'a> = Vec<(Cow<'a, str>, &'a str)>;
 
 /// What a value looked like, for the few places that must recurse.
 pub enum Shape<'a, T> {
@@ -111,7 +115,7 @@ fn capture<'de, A: MapAccess<'de>>(mut map: A) -> Result<Fields<'de>, A::Error> 
             return Err(de::Error::custom(format!("duplicate field `{key}`")));
         }
         let value: &'de RawValue = map.next_value()?;
-        fields.push((key, value));
+        fields.push((key, value.get()));
     }
     Ok(fields)
 }
@@ -146,21 +150,21 @@ impl<'de> FromMap<'de> for MessageFields<'de> {
                 out.content = Some(map.next_value()?);
             } else {
                 let value: &'de RawValue = map.next_value()?;
-                out.fields.push((key, value));
+                out.fields.push((key, value.get()));
             }
         }
         Ok(out)
     }
 }
 
-impl MessageFields<'_> {
+impl<'a> MessageFields<'a> {
     /// The raw value of `name`.
-    pub fn get(&self, name: &str) -> Option<&RawValue> {
+    pub fn get(&self, name: &str) -> Option<&'a str> {
         get(&self.fields, name)
     }
 }
 
-fn get<'a>(fields: &[(Cow<'a, str>, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
+fn get<'a>(fields: &[(Cow<'a, str>, &'a str)], name: &str) -> Option<&'a str> {
     fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
 }
 
@@ -184,8 +188,7 @@ pub enum Json {
 }
 
 /// The kind of a raw JSON value.
-pub fn kind_of(raw: &RawValue) -> Json {
-    let text = raw.get();
+pub fn kind_of(text: &str) -> Json {
     match text.as_bytes().first() {
         Some(b'n') => Json::Null,
         Some(b't' | b'f') => Json::Bool,
@@ -198,17 +201,23 @@ pub fn kind_of(raw: &RawValue) -> Json {
 }
 
 /// A raw JSON string's text, or `None` if it is not a string.
-pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+pub fn raw_str(raw: &str) -> Option<Cow<'_, str>> {
+    // A raw value is valid JSON: a string without a backslash is its own text.
+    if let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        if !inner.contains('\\') {
+            return Some(Cow::Borrowed(inner));
+        }
+    }
     #[derive(Deserialize)]
     struct S<'a>(#[serde(borrow)] Cow<'a, str>);
-    serde_json::from_str::<S<'_>>(raw.get()).ok().map(|s| s.0)
+    serde_json::from_str::<S<'_>>(raw).ok().map(|s| s.0)
 }
 
 /// One field's value as the line parser captured it.
 #[derive(Clone, Copy)]
 pub enum Value<'v> {
-    /// Borrowed raw JSON (most fields).
-    Raw(&'v RawValue),
+    /// Borrowed raw JSON text (most fields).
+    Raw(&'v str),
     /// A message's `content`, visited while the line was parsed.
     Content(&'v Shape<'v, RawObject<'v>>),
     /// An entry's `message`, visited while the line was parsed.
@@ -279,7 +288,40 @@ fn is_content(field: &FieldDef) -> bool {
 /// the fields that have one (set membership, string lists, nested objects, messages), then
 /// the content-block fields (presence, kind, every block).
 pub fn check_object<'v>(
-    what: &str,
+    what: &dyn fmt::Display,
+    def: &TypeDef,
+    get: impl Fn(&str) -> Option<Value<'v>>,
+) -> Result<(), String> {
+    // Each field is looked up once (no type has more than this many).
+    const MAX: usize = 8;
+    if def.fields.len() > MAX {
+        return check_object_slow(what, def, get);
+    }
+    let mut values: [Option<Value<'v>>; MAX] = [None; MAX];
+    for (slot, field) in values.iter_mut().zip(def.fields) {
+        *slot = get(field.key);
+    }
+    let fields = || def.fields.iter().zip(values);
+    for (field, value) in fields().filter(|(f, _)| !is_content(f)) {
+        check_kind(what, field, value)?;
+    }
+    for (field, value) in fields().filter(|(f, _)| !is_content(f)) {
+        if let Some(value) = value {
+            check_contents(what, field, value)?;
+        }
+    }
+    for (field, value) in fields().filter(|(f, _)| is_content(f)) {
+        check_kind(what, field, value)?;
+        if let Some(value) = value {
+            check_contents(what, field, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check_object`] of a type with many fields: the same passes, looking fields up anew.
+fn check_object_slow<'v>(
+    what: &dyn fmt::Display,
     def: &TypeDef,
     get: impl Fn(&str) -> Option<Value<'v>>,
 ) -> Result<(), String> {
@@ -303,7 +345,11 @@ pub fn check_object<'v>(
 }
 
 /// A field's presence and JSON kind.
-fn check_kind(what: &str, field: &FieldDef, value: Option<Value<'_>>) -> Result<(), String> {
+fn check_kind(
+    what: &dyn fmt::Display,
+    field: &FieldDef,
+    value: Option<Value<'_>>,
+) -> Result<(), String> {
     let Some(value) = value else {
         if field.required() {
             return Err(format!("{what}: `{}` is missing", field.key));
@@ -328,7 +374,11 @@ fn check_kind(what: &str, field: &FieldDef, value: Option<Value<'_>>) -> Result<
 }
 
 /// The inside of a field whose kind was checked by [`check_object`].
-fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), String> {
+fn check_contents(
+    what: &dyn fmt::Display,
+    field: &FieldDef,
+    value: Value<'_>,
+) -> Result<(), String> {
     if let Value::Raw(raw) = value {
         if kind_of(raw) == Json::Null {
             return Ok(());
@@ -341,40 +391,41 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
             _ => Err(format!("{what}: `{key}` must be one of {}", set.join(", "))),
         },
         (FieldKind::StrList, Value::Raw(raw)) => {
-            match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
-                Ok(items) if items.iter().all(|i| kind_of(i) == Json::Str) => Ok(()),
+            match serde_json::from_str::<Vec<&RawValue>>(raw) {
+                Ok(items) if items.iter().all(|i| kind_of(i.get()) == Json::Str) => Ok(()),
                 _ => Err(format!("`{key}` must be an array of strings")),
             }
         }
-        (FieldKind::Nested(def), Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
-                Ok(Shape::Object(RawObject(fields))) => {
-                    check_object(&format!("{what}.{key}"), def, |n| {
-                        get(&fields, n).map(Value::Raw)
-                    })
-                }
-                _ => Err(format!("{what}: `{key}` must be an object")),
+        // Most nested objects are checked in one pass; the rest (and every error) by the
+        // captured fields.
+        (FieldKind::Nested(def), Value::Raw(raw)) if fastline::conforms(raw, def) => Ok(()),
+        (FieldKind::Nested(def), Value::Raw(raw)) => match raw_object(raw) {
+            Ok(Shape::Object(RawObject(fields))) => {
+                check_object(&format_args!("{what}.{key}"), def, |n| {
+                    get(&fields, n).map(Value::Raw)
+                })
             }
-        }
+            _ => Err(format!("{what}: `{key}` must be an object")),
+        },
         (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Content(content)) => {
             check_blocks(what, content, tags)
         }
         (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, RawObject<'_>>>(raw) {
                 Ok(content) => check_blocks(what, &content, tags),
                 Err(e) => Err(format!("{what}: `{key}`: {e}")),
             }
         }
         (FieldKind::Message, Value::Message(Shape::Object(m))) => check_message(m),
         (FieldKind::Message, Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw) {
                 Ok(Shape::Object(m)) => check_message(&m),
                 Ok(_) => Err(format!("{what}: `{key}` must be an object")),
                 Err(e) => Err(format!("{key}: {e}")),
             }
         }
         (FieldKind::Messages, Value::Raw(raw)) => {
-            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw.get()) {
+            match serde_json::from_str::<Shape<'_, MessageFields<'_>>>(raw) {
                 Ok(Shape::Array(items)) => items.iter().try_for_each(|item| match item {
                     Shape::Object(m) => check_message(m),
                     _ => Err(format!("{key}: every item must be a message object")),
@@ -387,10 +438,18 @@ fn check_contents(what: &str, field: &FieldDef, value: Value<'_>) -> Result<(), 
     }
 }
 
+/// A raw object's fields as serde captures them (the fast scanner first).
+fn raw_object(raw: &str) -> serde_json::Result<Shape<'_, RawObject<'_>>> {
+    match fastline::object(raw) {
+        Some(fields) => Ok(Shape::Object(RawObject(fields))),
+        None => serde_json::from_str(raw),
+    }
+}
+
 /// The blocks of a `content` array, each a block type of `tags` (a string passes: the
 /// kind check has already refused one where it is not allowed).
 fn check_blocks(
-    what: &str,
+    what: &dyn fmt::Display,
     content: &Shape<'_, RawObject<'_>>,
     tags: &[&str],
 ) -> Result<(), String> {
@@ -400,7 +459,11 @@ fn check_blocks(
     }
 }
 
-fn check_block(what: &str, block: &Shape<'_, RawObject<'_>>, tags: &[&str]) -> Result<(), String> {
+fn check_block(
+    what: &dyn fmt::Display,
+    block: &Shape<'_, RawObject<'_>>,
+    tags: &[&str],
+) -> Result<(), String> {
     let Shape::Object(RawObject(fields)) = block else {
         return Err(format!("{what}: a content block must be an object"));
     };
@@ -416,7 +479,7 @@ fn check_block(what: &str, block: &Shape<'_, RawObject<'_>>, tags: &[&str]) -> R
     let Some(def) = model::block(&kind) else {
         return Ok(());
     };
-    check_object(&format!("{what} {kind} block"), def, |n| {
+    check_object(&format_args!("{what} {kind} block"), def, |n| {
         get(fields, n).map(Value::Raw)
     })
 }
@@ -429,7 +492,7 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
     let Some(def) = model::message(&role) else {
         return Ok(());
     };
-    check_object(&format!("{role} message"), def, |n| {
+    check_object(&format_args!("{role} message"), def, |n| {
         if n == "content" {
             m.content.as_ref().map(Value::Content)
         } else {
@@ -442,9 +505,98 @@ pub fn check_message(m: &MessageFields<'_>) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// `check_contents` of a nested object without the one-pass check.
+    fn captured_check(raw: &str, def: &TypeDef) -> bool {
+        match raw_object(raw) {
+            Ok(Shape::Object(RawObject(fields))) => {
+                check_object(&"x", def, |n| get(&fields, n).map(Value::Raw)).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn one_pass_nested_checks_accept_only_what_the_captured_check_accepts() {
+        let seeds = [
+            (
+                r#"{"input":1,"output":2,"cache_read":0,"cache_write":0,"total_tokens":3,"cost":{"input":0.5,"output":1e-3,"total":2}}"#,
+                &model::USAGE,
+            ),
+            (
+                r#"{"input":1,"cost":null,"x":[1,{"y":null}],"z":"w"}"#,
+                &model::USAGE,
+            ),
+            (
+                r#"{"input":0.25,"output":-1,"cache_read":3E2,"total":0}"#,
+                &model::COST,
+            ),
+            (
+                r#"{"type":"text","text":"hi","signature":null}"#,
+                &model::TEXT,
+            ),
+            (
+                r#"{"thinking":"t","redacted":true,"signature":"s"}"#,
+                &model::THINKING,
+            ),
+        ];
+        let pieces = [
+            "null",
+            "1",
+            "1.5",
+            "-0",
+            "\"s\"",
+            "\"\\u00e9\"",
+            "true",
+            "{}",
+            "[]",
+            "\"input\"",
+            "\"cost\"",
+            ",",
+            ":",
+            "{\"total\":1}",
+            "\"text\"",
+            "\"x\":1,",
+        ];
+        let mut rng = fastrand::Rng::with_seed(7);
+        let (mut accepted, mut tried) = (0, 0);
+        for _ in 0..60_000 {
+            let (seed, def) = seeds[rng.usize(..seeds.len())];
+            let mut text = seed.to_string();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(..=text.len());
+                if !text.is_char_boundary(at) {
+                    continue;
+                }
+                match rng.u8(..3) {
+                    0 => text.insert_str(at, pieces[rng.usize(..pieces.len())]),
+                    1 => {
+                        let end = (at + rng.usize(1..6)).min(text.len());
+                        if text.is_char_boundary(end) {
+                            text.replace_range(at..end, "");
+                        }
+                    }
+                    _ => text.insert_str(at, pieces[rng.usize(..pieces.len())]),
+                }
+            }
+            // Raw values are valid JSON.
+            if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+                continue;
+            }
+            tried += 1;
+            if fastline::conforms(&text, def) {
+                accepted += 1;
+                assert!(captured_check(&text, def), "{text}");
+            }
+        }
+        for (seed, def) in seeds {
+            assert!(fastline::conforms(seed, def), "{seed}");
+        }
+        assert!(accepted > 1000 && tried > 5000, "{accepted} of {tried}");
+    }
+
     #[test]
     fn kinds_by_first_byte() {
-        let k = |s: &str| kind_of(&serde_json::from_str::<Box<RawValue>>(s).unwrap());
+        let k = |s: &str| kind_of(serde_json::from_str::<Box<RawValue>>(s).unwrap().get());
         assert_eq!(k("null"), Json::Null);
         assert_eq!(k("true"), Json::Bool);
         assert_eq!(k("-12"), Json::Int);

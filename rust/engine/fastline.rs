@@ -1,0 +1,792 @@
+//! The fast path of the line parser: one pass over an entry line that validates it as JSON
+//! and captures the same fields as serde does (`line::RawEntry`), without serde's
+//! per-token overhead.
+//!
+//! It accepts a subset of what serde accepts, and for every line it accepts it captures
+//! exactly what serde would. Anything it is unsure of it declines (`None`), and the line
+//! goes to serde, whose error messages the load report quotes: malformed JSON, a key with
+//! an escape, a duplicate key where serde refuses one, a `message` that is not an object,
+//! `content` that is neither a string nor an array of objects, or nesting deeper than
+//! `max_depth`. Its string rules are serde's strictest (no control characters, valid
+//! escapes, paired `\u` surrogates) everywhere, which only declines more lines.
+//!
+//! Strings, most of a line's bytes, are scanned 64 bytes at a time from three masks (quotes,
+//! backslashes, control characters; AVX2 where the CPU has it, SSE2 or a plain loop
+//! otherwise): escaped characters follow from the backslash mask without a branch per
+//! escape, the string ends at the first quote that is not escaped. The same scanner checks
+//! small nested objects against their model type in one pass ([`conforms`]).
+
+use std::borrow::Cow;
+
+use crate::engine::line::RawEntry;
+use crate::engine::model::{FieldDef, FieldKind, TypeDef};
+use crate::engine::schema::{Fields, MessageFields, RawObject, Shape};
+
+/// The deepest line the fast path takes, far below serde's recursion limit (128), so a
+/// line it accepts never hits that limit on the serde side either.
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// Captures an entry line (UTF-8, no newline) as serde would; `None` leaves it to serde.
+pub(crate) fn capture(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
+    let mut s = Scanner::new(text, max_depth.min(MAX_DEPTH));
+    s.ws();
+    let entry = s.entry()?;
+    s.ws();
+    (s.pos == s.b.len()).then_some(entry)
+}
+
+/// The fields of a JSON object (valid JSON text, nothing else) as serde's `RawObject`
+/// capture has them; `None` leaves it to serde.
+pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
+    let mut s = Scanner::new(text, MAX_DEPTH);
+    s.ws();
+    if s.peek()? != b'{' {
+        return None;
+    }
+    let fields = s.object()?;
+    s.ws();
+    (s.pos == s.b.len()).then_some(fields)
+}
+
+/// True when `text` (valid JSON) is an object that `schema::check_object` accepts as a
+/// `def` (flat types only: scalars, sets, nested objects); `false` when unsure.
+///
+/// One pass, nothing captured: for the small nested objects every entry has (`usage`,
+/// `cost`), which `check_object` would capture and look up field by field.
+pub(crate) fn conforms(text: &str, def: &TypeDef) -> bool {
+    let mut s = Scanner::new(text, MAX_DEPTH);
+    s.ws();
+    let ok = s.conforms(def).is_some();
+    s.ws();
+    ok && s.pos == s.b.len()
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    depth: usize,
+    max_depth: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str, max_depth: usize) -> Self {
+        Scanner {
+            text,
+            b: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+            max_depth,
+        }
+    }
+}
+
+/// What a container being skipped is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Object,
+    Array,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `c` or fails.
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.pos += 1)
+    }
+
+    /// Consumes an opening bracket, one level deeper.
+    fn open(&mut self, c: u8) -> Option<()> {
+        self.eat(c)?;
+        self.depth += 1;
+        (self.depth <= self.max_depth).then_some(())
+    }
+
+    /// After a member or item: `,` (then whitespace) gives `true`, the closing `close`
+    /// gives `false` (one level up).
+    fn next_or_close(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                self.ws();
+                Some(true)
+            }
+            c if c == close => {
+                self.pos += 1;
+                self.depth -= 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// After an opening bracket: whitespace, then `true` if the container is empty (and
+    /// closed), `false` if a member or item follows.
+    fn empty(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        if self.peek()? == close {
+            self.pos += 1;
+            self.depth -= 1;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// A string at the cursor: its contents' span and whether it has an escape.
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let (end, escaped) = string_end(self.b, start)?;
+        self.pos = end + 1;
+        Some((start, end, escaped))
+    }
+
+    /// An object key without escapes (serde compares decoded keys; these are their own
+    /// text), then the colon and whitespace.
+    fn key(&mut self) -> Option<&'a str> {
+        let (a, e, escaped) = self.string()?;
+        if escaped {
+            return None;
+        }
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        self.text.get(a..e)
+    }
+
+    /// Any value, validated; returns its raw text.
+    fn raw(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        self.skip()?;
+        self.text.get(start..self.pos)
+    }
+
+    /// Skips any value, validating it, without recursion.
+    fn skip(&mut self) -> Option<()> {
+        // Open containers, innermost last; bounded by `max_depth`.
+        let mut stack: Vec<Open> = Vec::new();
+        loop {
+            // A value.
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'{' => {
+                    self.open(b'{')?;
+                    if !self.empty(b'}')? {
+                        stack.push(Open::Object);
+                        self.member_key()?;
+                        continue;
+                    }
+                }
+                b'[' => {
+                    self.open(b'[')?;
+                    if !self.empty(b']')? {
+                        stack.push(Open::Array);
+                        continue;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return None,
+            }
+            // What follows it: the next member or item, or closing brackets.
+            loop {
+                let Some(&top) = stack.last() else {
+                    return Some(());
+                };
+                let close = if top == Open::Object { b'}' } else { b']' };
+                if self.next_or_close(close)? {
+                    if top == Open::Object {
+                        self.member_key()?;
+                    }
+                    break;
+                }
+                stack.pop();
+            }
+        }
+    }
+
+    /// The key of a member of a skipped object (any valid string), colon, whitespace.
+    fn member_key(&mut self) -> Option<()> {
+        self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.pos + word.len();
+        (self.b.get(self.pos..end)? == word).then(|| self.pos = end)
+    }
+
+    fn digits(&mut self) -> Option<()> {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        (self.pos > start).then_some(())
+    }
+
+    /// A number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits()?,
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            self.digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        Some(())
+    }
+
+    /// The top-level object, captured as `RawEntry` is by serde.
+    fn entry(&mut self) -> Option<RawEntry<'a>> {
+        self.open(b'{')?;
+        let mut raw = RawEntry::default();
+        let mut kind = None;
+        if self.empty(b'}')? {
+            return None; // no `type`
+        }
+        loop {
+            let key = self.key()?;
+            match key {
+                "type" => {
+                    let (a, e, escaped) = self.string()?;
+                    if kind.is_some() || escaped {
+                        return None;
+                    }
+                    kind = Some(self.text.get(a..e)?);
+                }
+                "message" => {
+                    if raw.message.is_some() || self.peek()? != b'{' {
+                        return None;
+                    }
+                    raw.message = Some(Shape::Object(self.message()?));
+                }
+                _ => {
+                    let value = self.raw()?;
+                    if let Some(slot) = raw.raw_slot(key) {
+                        if slot.is_some() {
+                            return None; // serde: "duplicate field"
+                        }
+                        *slot = Some(value);
+                    }
+                }
+            }
+            if !self.next_or_close(b'}')? {
+                break;
+            }
+        }
+        raw.kind = Cow::Borrowed(kind?);
+        Some(raw)
+    }
+
+    /// A message object: `content` visited, every other field raw.
+    fn message(&mut self) -> Option<MessageFields<'a>> {
+        self.open(b'{')?;
+        let mut out = MessageFields {
+            fields: Vec::with_capacity(8),
+            content: None,
+        };
+        if self.empty(b'}')? {
+            return Some(out);
+        }
+        loop {
+            let key = self.key()?;
+            if key == "content" {
+                if out.content.is_some() {
+                    return None;
+                }
+                out.content = Some(self.content()?);
+            } else {
+                if out.fields.iter().any(|(k, _)| k == key) {
+                    return None;
+                }
+                let value = self.raw()?;
+                out.fields.push((Cow::Borrowed(key), value));
+            }
+            if !self.next_or_close(b'}')? {
+                return Some(out);
+            }
+        }
+    }
+
+    /// A message's `content`: a string, or an array of objects (blocks) captured raw.
+    fn content(&mut self) -> Option<Shape<'a, RawObject<'a>>> {
+        match self.peek()? {
+            b'"' => {
+                self.string()?;
+                Some(Shape::Str)
+            }
+            b'[' => {
+                self.open(b'[')?;
+                let mut items = Vec::new();
+                if self.empty(b']')? {
+                    return Some(Shape::Array(items));
+                }
+                loop {
+                    items.push(Shape::Object(RawObject(self.object()?)));
+                    if !self.next_or_close(b']')? {
+                        return Some(Shape::Array(items));
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// [`conforms`] at the cursor.
+    fn conforms(&mut self, def: &TypeDef) -> Option<()> {
+        // Fields seen, by their place in `def`; other keys seen (a duplicate of any key
+        // makes `check_object`'s capture fail).
+        const OTHERS: usize = 8;
+        if def.fields.len() > 32 {
+            return None;
+        }
+        let mut seen = 0u32;
+        let mut others: [&str; OTHERS] = [""; OTHERS];
+        let mut n_others = 0;
+        self.open(b'{')?;
+        if !self.empty(b'}')? {
+            loop {
+                let key = self.key()?;
+                match def.fields.iter().position(|f| f.key == key) {
+                    Some(i) => {
+                        if seen & 1 << i != 0 {
+                            return None;
+                        }
+                        seen |= 1 << i;
+                        self.value_conforms(&def.fields[i])?;
+                    }
+                    None => {
+                        if others[..n_others].contains(&key) || n_others == OTHERS {
+                            return None;
+                        }
+                        others[n_others] = key;
+                        n_others += 1;
+                        self.skip()?;
+                    }
+                }
+                if !self.next_or_close(b'}')? {
+                    break;
+                }
+            }
+        }
+        let missing = def
+            .fields
+            .iter()
+            .enumerate()
+            .any(|(i, f)| f.required() && seen & 1 << i == 0);
+        (!missing).then_some(())
+    }
+
+    /// A field's value of [`conforms`]: its JSON kind, set membership, nested objects.
+    fn value_conforms(&mut self, field: &FieldDef) -> Option<()> {
+        let c = self.peek()?;
+        if matches!(field.kind, FieldKind::Any) {
+            return self.skip();
+        }
+        if c == b'n' {
+            return if field.nullable {
+                self.literal(b"null")
+            } else {
+                None
+            };
+        }
+        match field.kind {
+            FieldKind::Str if c == b'"' => self.string().map(drop),
+            FieldKind::OneOf(set) if c == b'"' => {
+                let (a, e, escaped) = self.string()?;
+                (!escaped && set.contains(&self.text.get(a..e)?)).then_some(())
+            }
+            FieldKind::Int | FieldKind::TimestampMs | FieldKind::Number => {
+                let start = self.pos;
+                self.number()?;
+                let int = !self.b[start..self.pos]
+                    .iter()
+                    .any(|c| matches!(c, b'.' | b'e' | b'E'));
+                (int || matches!(field.kind, FieldKind::Number)).then_some(())
+            }
+            FieldKind::Bool if c == b't' => self.literal(b"true"),
+            FieldKind::Bool if c == b'f' => self.literal(b"false"),
+            FieldKind::Object if c == b'{' => self.skip(),
+            FieldKind::Nested(def) if c == b'{' => self.conforms(def),
+            _ => None,
+        }
+    }
+
+    /// An object whose fields are captured raw; a duplicate key declines.
+    fn object(&mut self) -> Option<Fields<'a>> {
+        self.open(b'{')?;
+        let mut fields: Fields<'a> = Vec::with_capacity(8);
+        if self.empty(b'}')? {
+            return Some(fields);
+        }
+        loop {
+            let key = self.key()?;
+            if fields.iter().any(|(k, _)| k == key) {
+                return None;
+            }
+            let value = self.raw()?;
+            fields.push((Cow::Borrowed(key), value));
+            if !self.next_or_close(b'}')? {
+                return Some(fields);
+            }
+        }
+    }
+}
+
+const SIMPLE: u8 = 1;
+const UNICODE: u8 = 2;
+
+/// What the letter after a backslash starts.
+static ESCAPES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let simple = b"\"\\/bfnrt";
+    let mut i = 0;
+    while i < simple.len() {
+        t[simple[i] as usize] = SIMPLE;
+        i += 1;
+    }
+    t[b'u' as usize] = UNICODE;
+    t
+};
+
+/// Where the `\u` escape whose `u` is at `p` ends; `None` for bad hex digits or a
+/// surrogate that is not a leading one followed by a trailing one (serde's rules for text).
+#[cold]
+fn unicode_escape_end(b: &[u8], p: usize) -> Option<usize> {
+    let n = hex4(b, p + 1)?;
+    if (0xDC00..=0xDFFF).contains(&n) {
+        return None;
+    }
+    if !(0xD800..=0xDBFF).contains(&n) {
+        return Some(p + 5);
+    }
+    if b.get(p + 5..p + 7)? != b"\\u" {
+        return None;
+    }
+    let n2 = hex4(b, p + 7)?;
+    (0xDC00..=0xDFFF).contains(&n2).then_some(p + 11)
+}
+
+fn hex4(b: &[u8], p: usize) -> Option<u16> {
+    b.get(p..p + 4)?.iter().try_fold(0u16, |n, &c| {
+        let d = (c as char).to_digit(16)?;
+        Some(n << 4 | d as u16)
+    })
+}
+
+/// The closing quote of the string whose contents start at `start`, and whether it has
+/// an escape; `None` for a control character, an invalid escape or no closing quote.
+#[inline]
+fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    string_end_with(b, start, |block| {
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_avx2() {
+            // SAFETY: the CPU has AVX2 (checked at run time), all the function requires.
+            // (It stays a call: inlining the scan loop into an AVX2 function made LLVM
+            // unpack every mask bit by bit.)
+            return unsafe { simd::masks64_avx2(block) };
+        }
+        masks64(block)
+    })
+}
+
+/// The masks of 64 bytes: quotes, backslashes and control characters (bit `i`: byte `i`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Masks {
+    quote: u64,
+    backslash: u64,
+    control: u64,
+}
+
+/// The characters escaped by a backslash (the one after each backslash that starts an
+/// escape), given the block's backslashes and whether its first byte is escaped (`carry`,
+/// updated for the next block): simdjson's odd-backslash-run trick, no loop.
+fn escaped_chars(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A backslash escaped by the previous block's last one starts nothing.
+    let backslash = backslash & !*carry;
+    let follows_escape = backslash << 1 | *carry;
+    // Runs of backslashes that start on an odd bit, added to the backslashes, carry
+    // through their run and flip the parity of what follows.
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ even_starts << 1) & follows_escape
+}
+
+/// [`string_end`] with `masks` giving the masks of 64 bytes.
+///
+/// The string is looked at in 64-byte blocks: the quotes that are not escaped end it,
+/// the escaped characters are checked from their masks (a table look-up each; `\u`
+/// escapes by [`unicode_escape_end`]), and a control character before the end refuses it.
+#[inline(always)]
+fn string_end_with(
+    b: &[u8],
+    start: usize,
+    masks: impl Fn(&[u8]) -> Masks,
+) -> Option<(usize, bool)> {
+    let mut escaped = false;
+    let (mut base, mut carry) = (start, 0u64);
+    // A `\u` trailing surrogate checked with its leading one: its `u` is skipped.
+    let mut checked_until = 0;
+    loop {
+        let m = match b.get(base..base + 64) {
+            Some(block) => masks(block),
+            None => {
+                // The text's last bytes, padded with a plain byte (an escape reaching
+                // past the end finds it and is refused; no quote there: unterminated).
+                let tail = b.get(base..)?;
+                let mut padded = [b'a'; 64];
+                padded[..tail.len()].copy_from_slice(tail);
+                masks(&padded)
+            }
+        };
+        let escapes = escaped_chars(m.backslash, &mut carry);
+        let quotes = m.quote & !escapes;
+        // The bytes of this block before the closing quote (all of it if none).
+        let inside = match quotes {
+            0 => u64::MAX,
+            q => (1u64 << q.trailing_zeros()) - 1,
+        };
+        if m.control & inside != 0 {
+            return None;
+        }
+        let mut letters = escapes & inside;
+        escaped |= letters != 0;
+        while letters != 0 {
+            let at = base + letters.trailing_zeros() as usize;
+            letters &= letters - 1;
+            // (A backslash ending the text escapes the padding: no letter, no string.)
+            match ESCAPES[usize::from(*b.get(at)?)] {
+                SIMPLE => {}
+                UNICODE if at < checked_until => {}
+                UNICODE => checked_until = unicode_escape_end(b, at)?,
+                _ => return None,
+            }
+        }
+        if quotes != 0 {
+            return Some((base + quotes.trailing_zeros() as usize, escaped));
+        }
+        base += 64;
+    }
+}
+
+/// [`Masks`] of 64 bytes (SSE2 or portable).
+fn masks64(block: &[u8]) -> Masks {
+    let mut m = Masks {
+        quote: 0,
+        backslash: 0,
+        control: 0,
+    };
+    for (i, chunk) in block.chunks_exact(16).enumerate() {
+        let chunk: &[u8; 16] = chunk.try_into().unwrap_or(&[0; 16]);
+        let (q, bs, c) = masks16(chunk);
+        m.quote |= u64::from(q) << (16 * i);
+        m.backslash |= u64::from(bs) << (16 * i);
+        m.control |= u64::from(c) << (16 * i);
+    }
+    m
+}
+
+/// Quote, backslash and control masks of 16 bytes.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline]
+fn masks16(block: &[u8; 16]) -> (u16, u16, u16) {
+    // SAFETY: SSE2 is enabled for this target (the cfg above), which is all the
+    // function requires; it reads nothing but its argument.
+    unsafe { simd::masks16_sse2(block) }
+}
+
+/// Quote, backslash and control masks of 16 bytes (portable fallback).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline]
+fn masks16(block: &[u8; 16]) -> (u16, u16, u16) {
+    block
+        .iter()
+        .enumerate()
+        .fold((0, 0, 0), |(q, bs, c), (i, &x)| {
+            (
+                q | u16::from(x == b'"') << i,
+                bs | u16::from(x == b'\\') << i,
+                c | u16::from(x < 0x20) << i,
+            )
+        })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::{
+        __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_set1_epi8, _mm256_set_epi64x, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_set1_epi8, _mm_set_epi64x,
+    };
+    use std::sync::OnceLock;
+
+    use super::Masks;
+
+    /// Whether this CPU has AVX2 (asked once).
+    #[inline]
+    pub(super) fn has_avx2() -> bool {
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+
+    fn word(w: &[u8]) -> i64 {
+        i64::from_le_bytes(w.try_into().unwrap_or_default())
+    }
+
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    pub(super) fn masks16_sse2(block: &[u8; 16]) -> (u16, u16, u16) {
+        let v: __m128i = _mm_set_epi64x(word(&block[8..]), word(&block[..8]));
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // x < 0x20 exactly when min(x, 0x1f) == x (unsigned).
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        let bits = |m: __m128i| _mm_movemask_epi8(m) as u16;
+        (bits(quote), bits(backslash), bits(control))
+    }
+
+    /// [`super::masks64`] with AVX2; `block` is 64 bytes.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn masks64_avx2(block: &[u8]) -> Masks {
+        let half = |h: &[u8]| -> (u64, u64, u64) {
+            let v: __m256i = _mm256_set_epi64x(
+                word(&h[24..32]),
+                word(&h[16..24]),
+                word(&h[8..16]),
+                word(&h[..8]),
+            );
+            let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+            let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+            let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
+            let bits = |m: __m256i| u64::from(_mm256_movemask_epi8(m) as u32);
+            (bits(quote), bits(backslash), bits(control))
+        };
+        let (lo, hi) = (half(&block[..32]), half(&block[32..64]));
+        Masks {
+            quote: lo.0 | hi.0 << 32,
+            backslash: lo.1 | hi.1 << 32,
+            control: lo.2 | hi.2 << 32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_mark_the_special_bytes() {
+        for at in 0..64 {
+            for c in [b'"', b'\\', 0x00, 0x1f] {
+                let mut b = [b'a'; 64];
+                b[at] = c;
+                let m = masks64(&b);
+                let bit = |hit: bool| if hit { 1u64 << at } else { 0 };
+                let want = (bit(c == b'"'), bit(c == b'\\'), bit(c < 0x20));
+                assert_eq!((m.quote, m.backslash, m.control), want, "{at} {c}");
+                #[cfg(target_arch = "x86_64")]
+                if simd::has_avx2() {
+                    // SAFETY: the CPU has AVX2 (just checked).
+                    assert_eq!(unsafe { simd::masks64_avx2(&b) }, m);
+                }
+            }
+        }
+        let plain = masks64(&[0x80; 64]);
+        assert_eq!((plain.quote, plain.backslash, plain.control), (0, 0, 0));
+    }
+
+    #[test]
+    fn runs_of_backslashes_escape_by_parity() {
+        // n backslashes, then a quote: it ends the string when n is even.
+        for pad in 0..70 {
+            for n in 0..70 {
+                let body = format!("{}{}", "a".repeat(pad), "\\".repeat(n));
+                let s = format!("\"{body}\"tail\"");
+                let end = if n % 2 == 0 { body.len() + 2 } else { s.len() };
+                assert_eq!(scan_string(&s), Some(end), "{pad} {n}");
+                let prefix = &s[..end];
+                assert!(serde_json::from_str::<String>(prefix).is_ok(), "{prefix}");
+                // Cut off before its closing quote (a backslash may end the text).
+                assert_eq!(scan_string(&format!("\"{body}")), None, "{pad} {n}");
+            }
+        }
+    }
+
+    /// Where a string scan ends, checking the dispatched (AVX2 here) and SSE2 scans agree.
+    fn scan_string(s: &str) -> Option<usize> {
+        let mut sc = Scanner::new(s, 10);
+        let got = sc.string().map(|_| sc.pos);
+        let sse2 = string_end_with(s.as_bytes(), 1, masks64).map(|(end, _)| end + 1);
+        assert_eq!(got, sse2, "{s}");
+        got
+    }
+
+    #[test]
+    fn escapes_follow_serdes_string_rules() {
+        let ok = [
+            r#"a\"b"#,
+            r#"\\\/\b\f\n\r\t"#,
+            r#"\u00e9\uD83D\uDE00"#,
+            r#"\\"#,
+        ];
+        let bad = [
+            r#"\x"#,
+            "\\",
+            r#"\u12"#,
+            r#"\uDE00"#,
+            r#"\uD83D"#,
+            r#"\uD83Dx"#,
+            r#"\uD83D\u0041"#,
+            "a\u{1}",
+            "\u{1f}",
+        ];
+        // Every offset, so escapes straddle the 64-byte blocks and the tail.
+        for pad in 0..140 {
+            let (before, after) = ("a".repeat(pad), "z".repeat(pad % 7));
+            for body in ok {
+                let s = format!("\"{before}{body}{after}\"");
+                assert_eq!(scan_string(&s), Some(s.len()), "{s}");
+                assert!(serde_json::from_str::<String>(&s).is_ok(), "{s}");
+                let open = format!("\"{before}{body}{after}");
+                assert_eq!(scan_string(&open), None, "{open}");
+            }
+            for body in bad {
+                let s = format!("\"{before}{body}{after}\"");
+                assert_eq!(scan_string(&s), None, "{s}");
+                assert!(serde_json::from_str::<String>(&s).is_err(), "{s}");
+            }
+        }
+    }
+}
