@@ -6,6 +6,7 @@ mod hooks;
 pub mod index;
 mod index_codec;
 mod ingest;
+pub mod json_text;
 pub mod jsonl;
 pub mod lazy;
 pub mod line;
