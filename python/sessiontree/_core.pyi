@@ -1,6 +1,6 @@
 """Type stubs for the Rust engine binding (``sessiontree._core``)."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final, TypeAlias, final
@@ -20,6 +20,7 @@ __all__ = [
     "Engine",
     "LineRef",
     "__version__",
+    "_register_encoder",
     "_register_error_classes",
     "_register_model",
 ]
@@ -161,6 +162,13 @@ class Engine:
     ) -> tuple[int, int, int, int, int, int, int, int, int, int, float]: ...
     def create_entry_id(self) -> str: ...
     def append(self, line: bytes) -> int: ...
+    def append_entry(self, entry: object) -> int:
+        """Append an entry object: its line is encoded from the model in Rust (or by the
+        registered Python writer), checked and written; returns its index."""
+    def append_message(self, message: object) -> Any:
+        """Append ``message`` in a new ``MessageEntry`` under the leaf (a fresh id, the time
+        now) and return that entry; ``None``, appending nothing, when ``message`` is not
+        exactly one of the model's message classes."""
     def flush(self) -> None: ...
     def refresh(self) -> int: ...
     def inject_fault(self, kind: str | None = None, errno: int = 5) -> None:
@@ -174,6 +182,10 @@ class Engine:
 def _register_error_classes(base: type[Exception], by_code: Mapping[str, type[Exception]]) -> None:
     """Hand the binding the exception class of each error code (``sessiontree.errors``
     calls this once at import; the binding never imports the package)."""
+
+def _register_encoder(classes: Mapping[str, type], fallback: Callable[[Any], bytes]) -> None:
+    """Hand the binding's encoder the model classes it writes lines of, by class name, and
+    the Python writer of the entries it does not write itself (``entry_to_json``)."""
 
 def _register_model(classes: Mapping[str, type], empties: Mapping[str, object]) -> None:
     """Hand the binding the model classes it builds entries of, by class name, and the shared

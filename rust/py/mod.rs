@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 mod build;
+mod encode;
 mod lazy;
 mod pyjson;
 mod tree;
@@ -722,6 +723,23 @@ impl PyEngine {
             .map_err(|e| to_py_err(py, e))
     }
 
+    /// Appends an entry object: its line is encoded from the model (`encode.rs`), then
+    /// checked and written as `append` does; returns its index.
+    fn append_entry(&mut self, py: Python<'_>, entry: &Bound<'_, PyAny>) -> PyResult<u32> {
+        encode::append_entry(py, &mut self.store, entry)
+    }
+
+    /// Appends `message` in a new message entry under the leaf (a fresh id, the time now)
+    /// and returns the `MessageEntry`; None, appending nothing, when `message` is not
+    /// exactly one of the model's message classes.
+    fn append_message<'py>(
+        &mut self,
+        py: Python<'py>,
+        message: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        encode::append_message(py, &mut self.store, message)
+    }
+
     /// Writes buffered appends and syncs.
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
         let store = &mut self.store;
@@ -850,6 +868,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Final, Literal
 
 from .. import _core
+from .._util import now_iso
 from ..entries import (
     ActiveToolsChangeEntry,
     LabelEntry,
@@ -24,7 +25,7 @@ from ..entries import (
     entry_to_json,
 )
 from ..errors import SessionError
-from ..messages import AssistantMessage
+from ..messages import AgentMessage, AssistantMessage
 from ..types import SessionStats, TreeNode
 
 __all__ = [
@@ -201,6 +202,20 @@ class SessionStorage(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Releases the storage; idempotent."""
+
+    def append_message(self, message: AgentMessage) -> MessageEntry:
+        """Appends ``message`` in a new ``message`` entry under the leaf, with a fresh id
+        and the current time, and returns that entry.
+
+        ``Session.append_message`` calls this. The default builds the entry from
+        :meth:`create_entry_id`, :meth:`get_leaf_id` and the clock and hands it to
+        :meth:`append_entry`; the engine-backed storages do all of it in one engine call.
+        """
+        entry = MessageEntry(
+            message, id=self.create_entry_id(), parent_id=self.get_leaf_id(), timestamp=now_iso()
+        )
+        self.append_entry(entry)
+        return entry
 
     def get_branch_entries(
         self, leaf_id: str | None, *, known: Mapping[str, SessionTreeEntry] | None = None

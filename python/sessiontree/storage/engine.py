@@ -6,7 +6,7 @@ import functools
 import gc
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Final
 
 from .. import _core
 from .._util import now_iso
@@ -30,6 +30,7 @@ from ..messages import (
     _USER_BLOCKS,
     _ZERO_COST,
     _ZERO_USAGE,
+    AgentMessage,
     Cost,
     Usage,
 )
@@ -111,22 +112,27 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
 # roles) itself, straight from their lines; which types it builds is its own choice
 # (`DIRECT` in rust/py/build.rs), so it is handed every model class by name, and the shared
-# zero usage and cost that missing ones read as.
-_core._register_model(
-    {
-        cls.__name__: cls
-        for cls in (
-            *_USER_BLOCKS,
-            *_ASSISTANT_BLOCKS,
-            Cost,
-            Usage,
-            *_MESSAGE_CLASSES,
-            *_KNOWN_ENTRY_CLASSES,
-            TreeNode,
-        )
-    },
-    {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST},
-)
+# zero usage and cost that missing ones read as. Its encoder (rust/py/encode.rs) writes
+# the lines of appended entries from the same classes, and hands anything it does not
+# write itself to ``entry_to_json``.
+_MODEL_CLASSES: Final = {
+    cls.__name__: cls
+    for cls in (
+        *_USER_BLOCKS,
+        *_ASSISTANT_BLOCKS,
+        Cost,
+        Usage,
+        *_MESSAGE_CLASSES,
+        *_KNOWN_ENTRY_CLASSES,
+        TreeNode,
+    )
+}
+_core._register_model(_MODEL_CLASSES, {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST})
+_core._register_encoder(_MODEL_CLASSES, entry_to_json)
+
+# What the engine stands in for when it stamps and writes a message in one call
+# (``append_message``): a subclass that overrides any of these appends the generic way.
+_STAMPING: Final = ("append_entry", "create_entry_id", "get_leaf_id")
 
 
 def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[SessionTreeEntry]:
@@ -162,6 +168,21 @@ class _EngineStorage(SessionStorage):
 
     _engine: _core.Engine
     _header: SessionHeader | None
+    # Whether ``append_message`` is one engine call (see ``_STAMPING``).
+    _stamp_in_engine: ClassVar[bool] = True
+    # False while this handle refuses appends before the engine sees them (a read-only
+    # file, a released share): ``_refuse_append`` raises why. The engine refuses a closed
+    # or read-only store itself.
+    _may_append: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._stamp_in_engine = not any(
+            name in vars(k)
+            for k in cls.__mro__
+            if not k.__module__.startswith(__package__ + ".")
+            for name in _STAMPING
+        )
 
     def __init__(self, engine: _core.Engine) -> None:
         self._engine = engine
@@ -195,25 +216,43 @@ class _EngineStorage(SessionStorage):
     def set_leaf_id(self, entry_id: str | None) -> None:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
+        if not self._may_append:
+            self._refuse_append()
         entry = LeafEntry(
             id=self._engine.create_entry_id(),
             parent_id=self.get_leaf_id(),
             timestamp=now_iso(),
             target_id=entry_id,
         )
-        self._engine.append(entry_to_json(entry))
+        self._engine.append_entry(entry)
 
     def create_entry_id(self) -> str:
         self._check()
         return self._engine.create_entry_id()
 
+    def _refuse_append(self) -> None:
+        self._check()
+
     def append_entry(self, entry: SessionTreeEntry) -> None:
+        if not self._may_append:
+            self._refuse_append()
         if not isinstance(entry, SessionTreeEntry):
             raise SessionError(
                 "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
             )
-        self._check()
-        self._engine.append(entry_to_json(entry))
+        # Encoded from the entry's slots, checked and written in one engine call.
+        self._engine.append_entry(entry)
+
+    def append_message(self, message: AgentMessage) -> MessageEntry:
+        if self._stamp_in_engine:
+            if not self._may_append:
+                self._refuse_append()
+            # Id, parent, time, encoding, checks and the write in one engine call; None
+            # when the message is not exactly a model class (a subclass, a wrong type).
+            entry = self._engine.append_message(message)
+            if entry is not None:
+                return entry  # type: ignore[no-any-return]
+        return super().append_message(message)
 
     def get_entry(self, entry_id: str) -> SessionTreeEntry | None:
         _check_id_arg("entry_id", entry_id, optional=False)
