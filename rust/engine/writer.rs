@@ -3,6 +3,7 @@
 //! program's change.
 
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
 
 use memchr::memchr;
 
@@ -177,14 +178,50 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
             ),
         )
     };
-    // One `lstat` of the path answers both questions: when it still names our inode, the
+    // One look at the path answers both questions: when it still names our inode, the
     // size it reports is our file's (a second `fstat` cost ~0.5 µs on every append).
-    match std::fs::symlink_metadata(&b.path) {
-        Ok(m) if (m.dev(), m.ino()) != b.dev_ino => changed("was replaced"),
-        Ok(m) if m.len() != b.written_len => changed("was changed by another program"),
-        Ok(_) => Ok(()),
-        Err(_) => changed("was removed"),
+    match path_identity(&b.path) {
+        Some((dev_ino, _)) if dev_ino != b.dev_ino => changed("was replaced"),
+        Some((_, len)) if len != b.written_len => changed("was changed by another program"),
+        Some(_) => Ok(()),
+        None => changed("was removed"),
     }
+}
+
+/// The (device, inode) and size of the file `path` names now (a symlink itself, not its
+/// target); None when it names nothing.
+///
+/// On Linux this is a `statx` asking for no timestamps: a stat that reads the file's
+/// change time makes the kernel (6.13+, multigrain timestamps) give the next write a
+/// fine-grained time and so an inode update, which made every append's write cost about
+/// twice as much (and `lstat` fills in every field).
+fn path_identity(path: &Path) -> Option<((u64, u64), u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+            // SAFETY: `statx` writes into `out`, a plain C struct, and reads the
+            // NUL-terminated `c`.
+            let mut out: libc::statx = unsafe { std::mem::zeroed() };
+            let rc = unsafe {
+                libc::statx(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                    libc::STATX_TYPE | libc::STATX_INO | libc::STATX_SIZE,
+                    &mut out,
+                )
+            };
+            let want = libc::STATX_INO | libc::STATX_SIZE;
+            if rc == 0 && out.stx_mask & want == want {
+                let dev = libc::makedev(out.stx_dev_major, out.stx_dev_minor);
+                return Some(((dev, out.stx_ino), out.stx_size));
+            }
+            // A missing file, or no `statx` (old kernels, some sandboxes): `lstat` decides.
+        }
+    }
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some(((m.dev(), m.ino()), m.len()))
 }
 
 /// Writes `pending` in one `write`; on failure trims any partial line back off.
