@@ -53,6 +53,7 @@ const MAX_DEPTH: usize = crate::engine::jsonl::DEFAULT_MAX_DEPTH;
 struct Getter {
     descr: Py<PyAny>,
     get: ffi::descrgetfunc,
+    name: Py<PyString>,
 }
 
 impl Getter {
@@ -64,23 +65,24 @@ impl Getter {
             get: unsafe {
                 std::mem::transmute::<*mut std::os::raw::c_void, ffi::descrgetfunc>(get)
             },
+            name: PyString::intern(cls.py(), name).unbind(),
         })
     }
 
-    /// The slot's value on `obj` (an instance of the descriptor's class); None when it is
-    /// unset.
+    /// The slot's value on `obj` (an instance of the descriptor's class). An unset slot is
+    /// an entry handed out unread: the attribute lookup reads it (`messages._Lazy`).
     fn read<'py>(&self, obj: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
         let py = obj.py();
         // SAFETY: the descriptor's own `__get__` on an instance of its class (the caller
         // checked the exact type); it returns a new reference or NULL with an error set.
-        unsafe {
+        let value = unsafe {
             let raw = (self.get)(self.descr.as_ptr(), obj.as_ptr(), ptr::null_mut());
-            let value = Bound::from_owned_ptr_or_opt(py, raw);
-            if value.is_none() {
-                drop(PyErr::take(py));
-            }
-            value
-        }
+            Bound::from_owned_ptr_or_opt(py, raw)
+        };
+        value.or_else(|| {
+            drop(PyErr::take(py));
+            obj.getattr(self.name.bind(py)).ok()
+        })
     }
 }
 

@@ -8,6 +8,7 @@ not write itself must reach ``entry_to_json`` (the fallback), errors included.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import strategies as hs
 
 import sessiontree as st
 from sessiontree import _core
-from sessiontree.entries import entry_to_json
+from sessiontree.entries import _is_unread, entry_to_json
 from sessiontree.storage import engine as engine_module
 
 ROOT = b'{"type":"custom","id":"p0","parent_id":null,"timestamp":"T","custom_type":"root"}'
@@ -348,3 +349,24 @@ def test_overridden_stamping_is_honoured() -> None:
     assert s.append_message(st.UserMessage("a")).id == "n1"
     assert st.Session(s).append_message(st.UserMessage("b")) == "n2"
     assert [e.id for e in s.get_entries()] == ["n1", "n2"]
+
+
+def test_unread_entries_are_read_then_written(tmp_path: Any, fallbacks: list[Any]) -> None:
+    """Entries a file storage hands out unread are read by the encoder's attribute lookup."""
+    path = tmp_path / "s.jsonl"
+    known = [e for e in sample_entries() if not isinstance(e, st.UnknownEntry)]
+    made = [dataclasses.replace(e, id=f"x{i}") for i, e in enumerate(known)]
+    header = st.SessionHeader("s", "T", "/")
+    with st.JsonlSessionStorage.create(path, header, durability="none") as out:
+        out.append_entry(st.entry_from_json(ROOT))
+        for e in made:
+            out.append_entry(e)
+    with st.JsonlSessionStorage.open(path, readonly=True) as src:
+        unread = src.get_entries()[1:]
+        assert all(_is_unread(e) for e in unread)
+        target = storage()
+        for e in unread:
+            target.append_entry(e)
+    lines = target.to_jsonl().rstrip(b"\n").split(b"\n")[2:]
+    assert lines == [entry_to_json(e) for e in made]
+    assert fallbacks == []
