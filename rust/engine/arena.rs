@@ -240,6 +240,10 @@ pub struct Arena {
     pub(super) leaf: u32,
     pub(super) newest: Option<StrRef>,
     pub(super) stats: Stats,
+    /// The usage of each entry that has one (assistant messages, compactions, branch
+    /// summaries), in index order: a fork sums the usage of what it copies from here
+    /// instead of reading those lines again.
+    pub(super) usages: Vec<(u32, UsageSums)>,
 }
 
 impl Default for Arena {
@@ -264,6 +268,7 @@ impl Arena {
             leaf: NONE,
             newest: None,
             stats: Stats::default(),
+            usages: Vec::new(),
         }
     }
 
@@ -376,6 +381,12 @@ impl Arena {
         self.stats
     }
 
+    /// The usage of entry `idx` as its line had it, if it has one.
+    pub fn usage(&self, idx: u32) -> Option<UsageSums> {
+        let at = self.usages.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+        Some(self.usages[at].1)
+    }
+
     /// Checks the references of `e` against the arena without changing it.
     ///
     /// Returns the resolved parent, target and problems. A `DuplicateId` problem means the
@@ -480,6 +491,9 @@ impl Arena {
             _ => {}
         }
         self.count(e);
+        if let Some(u) = e.usage {
+            self.usages.push((idx, u));
+        }
         idx
     }
 

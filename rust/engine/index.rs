@@ -20,8 +20,9 @@ use crate::engine::arena::Arena;
 use crate::engine::index_codec::Cursor;
 use crate::engine::jsonl::{create_private, IssueKind, LoadIssue};
 
-// Bumped whenever the schema rules change: an index records which lines were accepted.
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x03";
+// Bumped whenever the schema rules or the arena's encoding change: an index records
+// which lines were accepted, and what the arena kept of them.
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x04";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;
