@@ -169,6 +169,24 @@ class Engine:
         """Append ``message`` in a new ``MessageEntry`` under the leaf (a fresh id, the time
         now) and return that entry; ``None``, appending nothing, when ``message`` is not
         exactly one of the model's message classes."""
+    def fork_to(
+        self,
+        path: str | PathLike[str],
+        header: bytes,
+        kept: Sequence[int],
+        parents: Sequence[int],
+        extras: Sequence[bytes],
+        durability: str = "group",
+        max_line_bytes: int | None = None,
+        max_depth: int | None = None,
+        max_id_bytes: int | None = None,
+        index: bool = True,
+        index_min_bytes: int | None = None,
+    ) -> Engine:
+        """Write a new session file: ``header``, entries ``kept`` of this engine (entry
+        ``kept[i]`` under entry ``parents[i]``, an earlier kept one, or -1), their bytes
+        copied by the kernel, then the ``extras`` lines; synced and linked into place.
+        Return the new file's engine, open for writing, its arena built from this one's."""
     def flush(self) -> None: ...
     def refresh(self) -> int: ...
     def inject_fault(self, kind: str | None = None, errno: int = 5) -> None:

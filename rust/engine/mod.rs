@@ -2,6 +2,7 @@
 
 pub mod arena;
 pub mod error;
+mod fork;
 mod hooks;
 pub mod index;
 mod index_codec;
@@ -24,5 +25,6 @@ mod tests;
 
 pub use arena::{Arena, Kind, Role, Stats, NONE};
 pub use error::{EngineError, ErrorCode, Result};
+pub use fork::ForkOptions;
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};
 pub use store::Store;

@@ -97,7 +97,7 @@ impl IndexStatus {
     }
 }
 
-fn check_header_line(line: &[u8]) -> Result<String> {
+pub(super) fn check_header_line(line: &[u8]) -> Result<String> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
     parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))

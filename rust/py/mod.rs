@@ -740,6 +740,42 @@ impl PyEngine {
         encode::append_message(py, &mut self.store, message)
     }
 
+    /// Writes a new session file at `path`: `header`, entries `kept` of this engine, entry
+    /// `kept[i]` under entry `parents[i]` (an earlier kept one, or -1 for a root), then the
+    /// `extras` lines (`engine/fork.rs`). Returns the new file's engine, open for writing.
+    #[pyo3(signature = (path, header, kept, parents, extras, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fork_to(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        header: Vec<u8>,
+        kept: Vec<u32>,
+        parents: Vec<i64>,
+        extras: Vec<Vec<u8>>,
+        durability: &str,
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+        index: bool,
+        index_min_bytes: Option<u64>,
+    ) -> PyResult<PyEngine> {
+        let opts = crate::engine::ForkOptions {
+            durability: Durability::parse(durability).map_err(|e| to_py_err(py, e))?,
+            limits: limits(max_line_bytes, max_depth, max_id_bytes),
+            index_min_bytes: index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)),
+        };
+        let parents: Vec<u32> = parents
+            .iter()
+            .map(|&p| u32::try_from(p).unwrap_or(NONE))
+            .collect();
+        let store = &self.store;
+        let store = py
+            .detach(|| store.fork_to(&path, &header, &kept, &parents, &extras, opts))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine { store })
+    }
+
     /// Writes buffered appends and syncs.
     fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
         let store = &mut self.store;

@@ -17,9 +17,10 @@ from ..entries import (
     header_to_json,
 )
 from ..errors import SessionError
-from ..storage import SessionStorage
+from ..storage import Durability, JsonlSessionStorage, Limits, SessionStorage
 from ..storage.base import FORK_NULL_TARGET, FORK_OUTSIDE, ForkSource
 from .base import ForkPosition, _check_fork_args
+from .files import _write_atomically
 
 __all__ = ["get_entries_to_fork"]
 
@@ -193,12 +194,10 @@ def get_entries_to_fork(
     return [entry_from_json(line) for line in source.write_lines(plan.kept, plan.new_parent)]
 
 
-def fork_document(
+def _prepare(
     storage: SessionStorage, new_id: str, entry_id: str | None, position: str
-) -> bytes:
-    """The whole JSONL document of a fork of ``storage``'s session: a new header (id
-    ``new_id``, ``parent_session`` the source), the copied lines, then the label, name and
-    leaf entries that make the fork's labels, name and leaf the source's."""
+) -> tuple[ForkSource, _ForkPlan, bytes]:
+    """The source, the plan and the new header line of a fork of ``storage``'s session."""
     source = storage.get_fork_source(entry_id, position)
     plan = _plan_fork(source, storage.create_entry_id)
     source_header = storage.get_metadata()
@@ -207,10 +206,46 @@ def fork_document(
     header["timestamp"] = now_iso()
     header["parent_session"] = source_header.id
     # Validating through SessionHeader keeps unknown header fields and refuses nonsense.
+    return source, plan, header_to_json(header_from_dict(header))
+
+
+def fork_document(
+    storage: SessionStorage, new_id: str, entry_id: str | None, position: str
+) -> bytes:
+    """The whole JSONL document of a fork of ``storage``'s session: a new header (id
+    ``new_id``, ``parent_session`` the source), the copied lines, then the label, name and
+    leaf entries that make the fork's labels, name and leaf the source's."""
+    source, plan, header = _prepare(storage, new_id, entry_id, position)
     parts = [
-        header_to_json(header_from_dict(header)),
+        header,
         *source.write_lines(plan.kept, plan.new_parent),
         *(entry_to_json(e) for e in plan.extras),
         b"",
     ]
     return b"\n".join(parts)
+
+
+def fork_file(
+    storage: SessionStorage,
+    path: str,
+    new_id: str,
+    entry_id: str | None,
+    position: str,
+    *,
+    durability: Durability,
+    limits: Limits | None,
+) -> SessionStorage:
+    """Writes the document :func:`fork_document` makes to a new file at ``path`` (under a
+    temporary name, synced, then linked into place: never a partial file under a session
+    name) and opens it for writing. A storage that can write the file itself does
+    (``ForkSource.write_file``): engine storages copy the lines' bytes in the kernel and
+    hand the new file's index over instead of scanning the file again."""
+    source, plan, header = _prepare(storage, new_id, entry_id, position)
+    extras = [entry_to_json(e) for e in plan.extras]
+    if source.write_file is not None:
+        return source.write_file(
+            path, header, plan.kept, plan.new_parent, extras, durability=durability, limits=limits
+        )
+    doc = b"\n".join([header, *source.write_lines(plan.kept, plan.new_parent), *extras, b""])
+    _write_atomically(path, doc, sync=True, replace=False)
+    return JsonlSessionStorage.open(path, durability=durability, limits=limits)

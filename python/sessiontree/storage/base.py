@@ -73,6 +73,12 @@ class ForkSource:
         write_lines: ``(kept positions, their new parent positions)`` -> the JSON lines to
             write, each with its ``parent_id`` set accordingly (an engine-backed storage
             copies the bytes of every line whose parent does not change).
+        write_file: ``None``, or for a storage that writes a fork's file better than its
+            lines can be written (engine storages copy the bytes in the kernel and hand the
+            new file's index to its storage): ``(path, header line, kept positions, their
+            new parent positions, lines to append, durability=, limits=)`` -> the new
+            file, written as ``write_lines`` would give it, synced and linked into place
+            (``exists`` if ``path`` exists), open for writing as a ``JsonlSessionStorage``.
     """
 
     __slots__ = (
@@ -84,6 +90,7 @@ class ForkSource:
         "position_of",
         "size",
         "special",
+        "write_file",
         "write_lines",
     )
 
@@ -98,6 +105,7 @@ class ForkSource:
         leaf: int | None,
         position_of: Callable[[str], int | None],
         write_lines: Callable[[Sequence[int], Sequence[int]], list[bytes]],
+        write_file: Callable[..., SessionStorage] | None = None,
     ) -> None:
         self.size = len(parent)
         self.id_of = id_of
@@ -108,6 +116,7 @@ class ForkSource:
         self.leaf = leaf
         self.position_of = position_of
         self.write_lines = write_lines
+        self.write_file = write_file
 
     def __repr__(self) -> str:
         return f"<ForkSource: {self.size} entries, {len(self.special)} label/leaf/name entries>"

@@ -419,8 +419,13 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
         engine = self._engine
-        all_parents = engine.parents()
         where: dict[int, int] | None = None
+        parents_of_all: list[int] = []
+
+        def all_parents() -> list[int]:
+            if not parents_of_all:
+                parents_of_all.extend(engine.parents())
+            return parents_of_all
 
         def pos_of_key(k: int) -> int:
             return k if where is None else where.get(k, FORK_OUTSIDE)
@@ -428,7 +433,7 @@ class _EngineStorage(SessionStorage):
         keys: Sequence[int]
         if entry_id is None:
             keys = range(len(engine))
-            parent: Sequence[int] = all_parents
+            parent: Sequence[int] = all_parents()
             source_leaf = engine.leaf()
             leaf_pos: int | None = FORK_OUTSIDE if source_leaf is None else source_leaf
         else:
@@ -447,9 +452,9 @@ class _EngineStorage(SessionStorage):
                     else engine.path_indices(engine.id_of(target_parent), True)
                 )
             where = {k: i for i, k in enumerate(keys)}
-            parent = [
-                FORK_OUTSIDE if all_parents[k] < 0 else pos_of_key(all_parents[k]) for k in keys
-            ]
+            # A path runs root first, each entry the child of the one before it (across a
+            # compaction's cut too): the first is a root of the copy.
+            parent = [FORK_OUTSIDE, *range(len(keys) - 1)] if keys else []
             leaf_pos = None
 
         # Lines that name a parent the reader could not find: the engine made them roots.
@@ -503,15 +508,43 @@ class _EngineStorage(SessionStorage):
             self._check()
             src_keys = [keys[i] for i in kept]
             lines = engine.lines(src_keys)
+            parents = all_parents()
             for j, (k, np) in enumerate(zip(src_keys, new_parent, strict=True)):
                 new_key = FORK_OUTSIDE if np < 0 else keys[np]
-                if all_parents[k] != new_key or (
+                if parents[k] != new_key or (
                     dangling_lines and new_key < 0 and engine.info(k)[4] in dangling_lines
                 ):
                     lines[j] = _reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)
                     )
             return lines
+
+        def write_file(
+            path: str,
+            header: bytes,
+            kept: Sequence[int],
+            new_parent: Sequence[int],
+            extras: list[bytes],
+            *,
+            durability: str = "group",
+            limits: Limits | None = None,
+        ) -> SessionStorage:
+            # The lines' bytes are copied by the kernel and the new file's arena is built
+            # from this one's, so the fork is not scanned again (rust/engine/fork.rs).
+            from .jsonl import JsonlSessionStorage
+
+            self._check()
+            mode = _check_durability(durability)
+            forked = engine.fork_to(
+                path,
+                header,
+                [keys[i] for i in kept],
+                [-1 if np < 0 else keys[np] for np in new_parent],
+                extras,
+                mode,
+                **_limits(limits),
+            )
+            return JsonlSessionStorage(forked, mode, False)
 
         return ForkSource(
             id_of=lambda i: engine.id_of(keys[i]),
@@ -522,6 +555,7 @@ class _EngineStorage(SessionStorage):
             leaf=leaf_pos,
             position_of=position_of,
             write_lines=write_lines,
+            write_file=write_file,
         )
 
     def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:
