@@ -28,3 +28,4 @@ pub use error::{EngineError, ErrorCode, Result};
 pub use fork::ForkOptions;
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};
 pub use store::Store;
+pub use writer::Stamp;

@@ -32,7 +32,7 @@ use pyo3::types::{
 use super::build::{self, fields_of, slot_descriptor};
 use super::to_py_err;
 use crate::engine::arena::NONE;
-use crate::engine::json_text::{iso_now, push_f64, push_i64, push_str};
+use crate::engine::json_text::{push_f64, push_i64, push_str};
 use crate::engine::model::{self, DefaultValue, FieldDef, FieldKind, Presence, TypeDef, Write};
 use crate::engine::Store;
 
@@ -420,26 +420,21 @@ pub fn append_message<'py>(
     let Some(class) = enc.class_of(message, Group::Message) else {
         return Ok(None);
     };
-    store.check_open().map_err(|e| to_py_err(py, e))?;
-    let id = store.create_entry_id();
-    let leaf = store.arena().leaf();
-    let parent = (leaf != NONE).then(|| store.arena().id(leaf).to_owned());
-    let stamp = iso_now();
-    // ASCII by construction.
-    let timestamp = std::str::from_utf8(&stamp).unwrap_or_default();
+    let stamp = store.stamp().map_err(|e| to_py_err(py, e))?;
+    let parent = (stamp.parent != NONE).then(|| store.arena().id(stamp.parent).to_owned());
     let entry = reg
-        .new_message_entry(py, &id, parent.as_deref(), timestamp, message)
+        .new_message_entry(py, &stamp.id, parent.as_deref(), stamp.timestamp(), message)
         .ok_or_else(|| PyTypeError::new_err("the model's MessageEntry cannot be built"))?;
     let mut line = Vec::with_capacity(512);
     line.extend_from_slice(b"{\"type\":\"message\",\"id\":");
-    push_str(&mut line, &id);
+    push_str(&mut line, &stamp.id);
     line.extend_from_slice(b",\"parent_id\":");
     match &parent {
         Some(p) => push_str(&mut line, p),
         None => line.extend_from_slice(b"null"),
     }
     line.extend_from_slice(b",\"timestamp\":");
-    push_str(&mut line, timestamp);
+    push_str(&mut line, stamp.timestamp());
     line.extend_from_slice(b",\"message\":");
     let line = match object(&mut line, &enc, message, class, 1) {
         Ok(()) => {
@@ -448,7 +443,7 @@ pub fn append_message<'py>(
         }
         Err(GiveUp) => enc.python_line(&entry)?,
     };
-    py.detach(|| store.append(&line))
+    py.detach(|| store.append_stamped(&stamp, &line))
         .map_err(|e| to_py_err(py, e))?;
     Ok(Some(entry))
 }
