@@ -6,8 +6,9 @@
 //! entry — byte for byte: the tag first, then the entry base, then the type's fields
 //! (`signature` and `redacted` left out at their defaults), then the unknown fields kept
 //! in `_extra`, strings escaped and floats formatted as Python's `json` does
-//! (`engine::json_text`). Appends then hand the line to `Store::append`, which checks it
-//! with the reader's own parser and schema before writing it.
+//! (`engine::json_text`). Appends then hand the line to `Store::append` (or, stamped by
+//! the store, `append_stamped`), which checks it with the reader's own parser and schema
+//! before writing it.
 //!
 //! It writes only what it is sure of: objects of exactly the registered classes, and in
 //! their free-form values (`details`, `data`, tool `arguments`) exactly `dict` (with `str`
