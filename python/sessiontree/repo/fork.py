@@ -61,32 +61,41 @@ def _plan_fork(source: ForkSource, new_id: Callable[[], str]) -> _ForkPlan:
     fork_labels: dict[int, str] = {}
     fork_name: str | None = None
     leaf = FORK_OUTSIDE
-    for i in range(n):
+    # The entries between two special ones are all kept, each under its parent or, when
+    # that was dropped, the kept ancestor it was lifted to: taken a run at a time.
+    start = 0
+    for i in [*sorted(special), n]:
+        if start < i:
+            kept.extend(range(start, i))
+            run = parent[start:i]
+            new_parent.extend([lifted.get(p, p) for p in run] if lifted else run)
+            leaf = i - 1
+        start = i + 1
+        if i == n:
+            break
         p = parent[i]
-        np = FORK_OUTSIDE if p < 0 else (lifted[p] if dropped[p] else p)
-        sp = special.get(i)
-        if sp is not None:
-            kind, target, text = sp
-            if kind == "label":
-                if target < 0 or dropped[target]:
-                    dropped[i] = 1
-                    lifted[i] = np
-                    continue
-                if text is None:
-                    fork_labels.pop(target, None)
-                else:
-                    fork_labels[target] = text
-            elif kind == "leaf":
-                if target == FORK_OUTSIDE or (target >= 0 and dropped[target]):
-                    dropped[i] = 1
-                    lifted[i] = np
-                    continue
-                kept.append(i)
-                new_parent.append(np)
-                leaf = FORK_OUTSIDE if target == FORK_NULL_TARGET else target
+        np = lifted.get(p, p)  # FORK_OUTSIDE stays
+        kind, target, text = special[i]
+        if kind == "label":
+            if target < 0 or dropped[target]:
+                dropped[i] = 1
+                lifted[i] = np
                 continue
+            if text is None:
+                fork_labels.pop(target, None)
             else:
-                fork_name = text
+                fork_labels[target] = text
+        elif kind == "leaf":
+            if target == FORK_OUTSIDE or (target >= 0 and dropped[target]):
+                dropped[i] = 1
+                lifted[i] = np
+                continue
+            kept.append(i)
+            new_parent.append(np)
+            leaf = FORK_OUTSIDE if target == FORK_NULL_TARGET else target
+            continue
+        else:
+            fork_name = text
         kept.append(i)
         new_parent.append(np)
         leaf = i

@@ -535,11 +535,13 @@ class _EngineStorage(SessionStorage):
 
             self._check()
             mode = _check_durability(durability)
+            # Positions to engine indices; a parent outside the copy (-1) stays -1.
+            index = [*keys, -1]
             forked = engine.fork_to(
                 path,
                 header,
-                [keys[i] for i in kept],
-                [-1 if np < 0 else keys[np] for np in new_parent],
+                list(map(index.__getitem__, kept)),
+                list(map(index.__getitem__, new_parent)),
                 extras,
                 mode,
                 **_limits(limits),
