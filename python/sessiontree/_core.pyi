@@ -1,6 +1,6 @@
 """Type stubs for the Rust engine binding (``sessiontree._core``)."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final, TypeAlias, final
@@ -21,6 +21,7 @@ __all__ = [
     "Engine",
     "LineRef",
     "__version__",
+    "_register_encoder",
     "_register_error_classes",
     "_register_model",
 ]
@@ -166,6 +167,31 @@ class Engine:
     ) -> tuple[int, int, int, int, int, int, int, int, int, int, float]: ...
     def create_entry_id(self) -> str: ...
     def append(self, line: bytes) -> int: ...
+    def append_entry(self, entry: object) -> int:
+        """Append an entry object: its line is encoded from the model in Rust (or by the
+        registered Python writer), checked and written; returns its index."""
+    def append_message(self, message: object) -> Any:
+        """Append ``message`` in a new ``MessageEntry`` under the leaf (a fresh id, the time
+        now) and return that entry; ``None``, appending nothing, when ``message`` is not
+        exactly one of the model's message classes."""
+    def fork_to(
+        self,
+        path: str | PathLike[str],
+        header: bytes,
+        kept: Sequence[int],
+        parents: Sequence[int],
+        extras: Sequence[bytes],
+        durability: str = "group",
+        max_line_bytes: int | None = None,
+        max_depth: int | None = None,
+        max_id_bytes: int | None = None,
+        index: bool = True,
+        index_min_bytes: int | None = None,
+    ) -> Engine:
+        """Write a new session file: ``header``, entries ``kept`` of this engine (entry
+        ``kept[i]`` under entry ``parents[i]``, an earlier kept one, or -1), their bytes
+        copied by the kernel, then the ``extras`` lines; synced and linked into place.
+        Return the new file's engine, open for writing, its arena built from this one's."""
     def flush(self) -> None: ...
     def refresh(self) -> int: ...
     def inject_fault(self, kind: str | None = None, errno: int = 5) -> None:
@@ -179,6 +205,10 @@ class Engine:
 def _register_error_classes(base: type[Exception], by_code: Mapping[str, type[Exception]]) -> None:
     """Hand the binding the exception class of each error code (``sessiontree.errors``
     calls this once at import; the binding never imports the package)."""
+
+def _register_encoder(classes: Mapping[str, type], fallback: Callable[[Any], bytes]) -> None:
+    """Hand the binding's encoder the model classes it writes lines of, by class name, and
+    the Python writer of the entries it does not write itself (``entry_to_json``)."""
 
 def _register_model(classes: Mapping[str, type], empties: Mapping[str, object]) -> None:
     """Hand the binding the model classes it builds entries of, by class name, and the shared

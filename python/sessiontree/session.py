@@ -16,7 +16,6 @@ from .entries import (
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
-    MessageEntry,
     ModelChangeEntry,
     SessionInfoEntry,
     SessionTreeEntry,
@@ -25,26 +24,11 @@ from .entries import (
     entry_to_json,
 )
 from .errors import SessionError
-from .messages import _MESSAGE_CLASSES, AgentMessage, Usage, _fast_init
-from .storage import InMemorySessionStorage, JsonlSessionStorage, SessionStorage
+from .messages import AgentMessage, Usage
+from .storage import SessionStorage
 from .types import SessionContext, SessionStats, TreeNode
 
 __all__ = ["Session"]
-
-# ``append_message`` builds its entry without the constructor's checks when the storage is
-# one of ours (not a subclass, which could override ``create_entry_id``): the id comes
-# from the engine, the parent is the engine's leaf and the timestamp is ``now_iso()``, so
-# only the message needs checking (and the engine checks the whole line again when it
-# appends it).
-
-
-@functools.cache
-def _message_entry_builder() -> Callable[..., MessageEntry]:
-    """The check-free ``MessageEntry`` builder, written on first use (not at import)."""
-    return _fast_init(MessageEntry)
-
-
-_TRUSTED_STORAGES = (InMemorySessionStorage, JsonlSessionStorage)
 
 
 def _require_str(name: str, value: object, *, optional: bool = False) -> None:
@@ -90,7 +74,6 @@ class Session:
         # Held across every read-the-leaf-then-append and every context build, so threads
         # sharing this session (or its storage) take turns (``SessionStorage.atomic``).
         self._atomic = storage.atomic()
-        self._trusted_ids = type(storage) in _TRUSTED_STORAGES
         self._context_cache: ContextCache | None = None
         self.context_build_options = context_build_options or SessionContextBuildOptions()
 
@@ -129,15 +112,14 @@ class Session:
 
     def append_message(self, message: AgentMessage) -> str:
         """Appends a message (user, assistant, tool result, ...)."""
-        storage = self._storage
+        # The storage stamps, writes and returns the entry (the engine-backed ones in one
+        # engine call).
         with self._atomic:
-            if self._trusted_ids and isinstance(message, _MESSAGE_CLASSES):
-                entry: MessageEntry = _message_entry_builder()(
-                    storage.create_entry_id(), storage.get_leaf_id(), now_iso(), message
-                )
-            else:
-                entry = MessageEntry(message=message, **self._base())
-            return self._append(entry)
+            entry = self._storage.append_message(message)
+            cache = self._context_cache
+            if cache is not None:
+                cache.appended(entry, len(self._storage))
+            return entry.id
 
     def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""

@@ -192,6 +192,24 @@ pub struct Node {
     pub(super) ts: StrRef,
 }
 
+/// One entry of the id index: the arena index and 32 bits of its id's hash.
+///
+/// With the hash kept, growing the table never reads an id again, and a probe reads a
+/// node and its id only when the hash matches: at a million entries those reads are cache
+/// misses, and they made every append slower as the session grew.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct IdSlot {
+    idx: u32,
+    tag: u32,
+}
+
+impl IdSlot {
+    /// The table's hash of a tag: its position bits and its control bits both come from it.
+    fn hash(tag: u32) -> u64 {
+        (u64::from(tag) << 32) | u64::from(tag)
+    }
+}
+
 /// A reference problem found while adding an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefProblem {
@@ -212,7 +230,7 @@ pub struct Arena {
     pub(super) pool: String,
     /// id → arena index; built on first use after loading a persisted index, so a
     /// reopen that only walks parents never pays for it.
-    pub(super) index: OnceLock<HashTable<u32>>,
+    pub(super) index: OnceLock<HashTable<IdSlot>>,
     hasher: foldhash::quality::RandomState,
     first_root: u32,
     last_root: u32,
@@ -222,6 +240,10 @@ pub struct Arena {
     pub(super) leaf: u32,
     pub(super) newest: Option<StrRef>,
     pub(super) stats: Stats,
+    /// The usage of each entry that has one (assistant messages, compactions, branch
+    /// summaries), in index order: a fork sums the usage of what it copies from here
+    /// instead of reading those lines again.
+    pub(super) usages: Vec<(u32, UsageSums)>,
 }
 
 impl Default for Arena {
@@ -246,6 +268,7 @@ impl Arena {
             leaf: NONE,
             newest: None,
             stats: Stats::default(),
+            usages: Vec::new(),
         }
     }
 
@@ -303,19 +326,25 @@ impl Arena {
 
     /// The arena index of `id`.
     pub fn lookup(&self, id: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(id);
+        let tag = self.tag(id);
         self.table()
-            .find(hash, |&i| self.text(self.nodes[i as usize].id) == id)
-            .copied()
+            .find(IdSlot::hash(tag), |s| {
+                s.tag == tag && self.text(self.nodes[s.idx as usize].id) == id
+            })
+            .map(|s| s.idx)
     }
 
-    fn table(&self) -> &HashTable<u32> {
+    fn tag(&self, id: &str) -> u32 {
+        (self.hasher.hash_one(id) >> 32) as u32
+    }
+
+    fn table(&self) -> &HashTable<IdSlot> {
         self.index.get_or_init(|| {
             let mut table = HashTable::with_capacity(self.nodes.len());
             for (i, node) in self.nodes.iter().enumerate() {
-                let hash = self.hasher.hash_one(self.text(node.id));
-                table.insert_unique(hash, i as u32, |&j| {
-                    self.hasher.hash_one(self.text(self.nodes[j as usize].id))
+                let tag = self.tag(self.text(node.id));
+                table.insert_unique(IdSlot::hash(tag), IdSlot { idx: i as u32, tag }, |s| {
+                    IdSlot::hash(s.tag)
                 });
             }
             table
@@ -350,6 +379,12 @@ impl Arena {
     /// Whole-session stats.
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// The usage of entry `idx` as its line had it, if it has one.
+    pub fn usage(&self, idx: u32) -> Option<UsageSums> {
+        let at = self.usages.binary_search_by_key(&idx, |(i, _)| *i).ok()?;
+        Some(self.usages[at].1)
     }
 
     /// Checks the references of `e` against the arena without changing it.
@@ -419,13 +454,11 @@ impl Arena {
             id,
             ts,
         });
-        let hash = self.hasher.hash_one(&*e.id);
+        let tag = self.tag(&e.id);
         self.table();
-        let (nodes, pool, hasher) = (&self.nodes, &self.pool, &self.hasher);
         if let Some(table) = self.index.get_mut() {
-            table.insert_unique(hash, idx, |&i| {
-                let r = nodes[i as usize].id;
-                hasher.hash_one(&pool[r.start as usize..(r.start + r.len) as usize])
+            table.insert_unique(IdSlot::hash(tag), IdSlot { idx, tag }, |s| {
+                IdSlot::hash(s.tag)
             });
         }
         self.link_child(parent, idx);
@@ -458,6 +491,9 @@ impl Arena {
             _ => {}
         }
         self.count(e);
+        if let Some(u) = e.usage {
+            self.usages.push((idx, u));
+        }
         idx
     }
 
@@ -471,12 +507,9 @@ impl Arena {
         };
         self.nodes.reserve(more);
         self.pool.reserve(more.saturating_mul(per_entry));
-        let (nodes, pool, hasher) = (&self.nodes, &self.pool, &self.hasher);
         if let Some(table) = self.index.get_mut() {
-            table.reserve(more, |&i| {
-                let r = nodes[i as usize].id;
-                hasher.hash_one(&pool[r.start as usize..(r.start + r.len) as usize])
-            });
+            // Each slot keeps its id's hash tag: growing the table reads no id.
+            table.reserve(more, |s| IdSlot::hash(s.tag));
         }
     }
 

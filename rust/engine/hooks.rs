@@ -120,9 +120,29 @@ pub(super) fn spawn_fault() -> Option<i32> {
         .ok()
 }
 
+/// Tests set `SESSIONTREE_TEST_FORK_FAULT` to `<errno>` to make a fork fail with that error
+/// just before its file is linked into place, or to `exit` to end the process there (a
+/// crash between writing and publishing).
+#[cfg(feature = "test-hooks")]
+pub(super) fn publish_fault() -> Option<i32> {
+    let value = std::env::var("SESSIONTREE_TEST_FORK_FAULT").ok()?;
+    if value == "exit" {
+        // SAFETY: ends the process at once, as a crash would (no destructors, no flush).
+        unsafe { libc::_exit(3) }
+    }
+    value.parse().ok()
+}
+
 /// Never a fault without the `test-hooks` feature.
 #[cfg(not(feature = "test-hooks"))]
 #[inline]
 pub(super) fn spawn_fault() -> Option<i32> {
+    None
+}
+
+/// Never a fault without the `test-hooks` feature.
+#[cfg(not(feature = "test-hooks"))]
+#[inline]
+pub(super) fn publish_fault() -> Option<i32> {
     None
 }

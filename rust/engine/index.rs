@@ -23,9 +23,10 @@ use crate::engine::jsonl::{
     create_private, open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS,
 };
 
-// Bumped whenever the schema rules change (an index records which lines were accepted)
-// or its layout does (4: the report's counts by kind).
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x04";
+// Bumped whenever the schema rules change (an index records which lines were accepted),
+// what the arena keeps of them does, or the layout does (4: the report's counts by kind,
+// and each entry's usage; 5: both together).
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x05";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;

@@ -155,6 +155,20 @@ impl Arena {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&u.cost_total.to_bits().to_le_bytes());
+        out.extend_from_slice(&(self.usages.len() as u64).to_le_bytes());
+        for (idx, u) in &self.usages {
+            out.extend_from_slice(&idx.to_le_bytes());
+            for v in [
+                u.input,
+                u.output,
+                u.cache_read,
+                u.cache_write,
+                u.total_tokens,
+            ] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.extend_from_slice(&u.cost_total.to_bits().to_le_bytes());
+        }
     }
 
     /// Rebuilds an arena from [`Arena::encode`]'s bytes; `None` for anything inconsistent.
@@ -264,6 +278,34 @@ impl Arena {
                 cost_total: c.f64()?,
             },
         };
+        let count = usize::try_from(c.u64()?).ok()?;
+        // 52 bytes each, and in index order: refuse what the bytes cannot hold first.
+        if count.checked_mul(52)? > c.buf.len() || count > arena.nodes.len() {
+            return None;
+        }
+        arena.usages.reserve_exact(count);
+        for _ in 0..count {
+            let idx = c.u32()?;
+            let mut v = [0u64; 5];
+            for slot in &mut v {
+                *slot = c.u64()?;
+            }
+            let ordered = arena.usages.last().is_none_or(|(prev, _)| *prev < idx);
+            if idx >= n || !ordered {
+                return None;
+            }
+            arena.usages.push((
+                idx,
+                UsageSums {
+                    input: v[0],
+                    output: v[1],
+                    cache_read: v[2],
+                    cache_write: v[3],
+                    total_tokens: v[4],
+                    cost_total: c.f64()?,
+                },
+            ));
+        }
         Some(arena)
     }
 }

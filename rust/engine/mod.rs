@@ -3,10 +3,12 @@
 pub mod arena;
 pub mod error;
 mod fastline;
+mod fork;
 mod hooks;
 pub mod index;
 mod index_codec;
 mod ingest;
+pub mod json_text;
 pub mod jsonl;
 pub mod lazy;
 pub mod line;
@@ -24,5 +26,7 @@ mod tests;
 
 pub use arena::{Arena, Kind, Role, Stats, NONE};
 pub use error::{EngineError, ErrorCode, Result};
+pub use fork::ForkOptions;
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};
 pub use store::Store;
+pub use writer::Stamp;

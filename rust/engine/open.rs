@@ -107,7 +107,7 @@ impl IndexStatus {
     }
 }
 
-fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
+pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
     if limits.depth_exceeded(line) {

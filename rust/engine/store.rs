@@ -248,10 +248,13 @@ impl Store {
 
     /// A fresh 8-hex-digit entry id not used in this session.
     pub fn create_entry_id(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         loop {
-            let id = format!("{:08x}", fastrand::u32(..));
-            if self.arena.lookup(&id).is_none() {
-                return id;
+            let n = fastrand::u32(..);
+            let digits: [u8; 8] = std::array::from_fn(|i| HEX[(n >> (28 - 4 * i) & 0xf) as usize]);
+            let id = std::str::from_utf8(&digits).unwrap_or_default();
+            if self.arena.lookup(id).is_none() {
+                return id.to_owned();
             }
         }
     }

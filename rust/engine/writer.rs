@@ -3,11 +3,13 @@
 //! program's change.
 
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
 
 use memchr::memchr;
 
-use crate::engine::arena::RefProblem;
+use crate::engine::arena::{RefProblem, NONE};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
+use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
 use crate::engine::line::parse_entry;
 use crate::engine::open::{Backing, FileBacking};
@@ -16,12 +18,55 @@ use crate::engine::store::Store;
 /// `none` durability writes its buffer out once it holds this much.
 const BUFFER_LIMIT: usize = 1 << 16;
 
+/// What a new entry is stamped with before its line is written: a fresh id, the leaf as
+/// its parent, and the time now ([`Store::stamp`]).
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    /// An id no entry has.
+    pub id: String,
+    /// The leaf when stamped ([`NONE`] before any entry).
+    pub parent: u32,
+    /// The time, ISO-8601 UTC with milliseconds.
+    pub timestamp: [u8; 24],
+    /// The number of entries when stamped.
+    entries: usize,
+}
+
+impl Stamp {
+    /// The timestamp as text.
+    pub fn timestamp(&self) -> &str {
+        std::str::from_utf8(&self.timestamp).unwrap_or_default()
+    }
+}
+
 impl Store {
+    /// A stamp for the next entry under the leaf (see [`Store::append_stamped`]).
+    pub fn stamp(&self) -> Result<Stamp> {
+        self.check_open()?;
+        Ok(Stamp {
+            id: self.create_entry_id(),
+            parent: self.arena.leaf(),
+            timestamp: iso_now(),
+            entries: self.arena.len(),
+        })
+    }
+
     /// Appends one entry line (compact JSON, no newline); returns its arena index.
     ///
     /// The line is parsed by the same code as the reader, so what is written is exactly
     /// what a reopen will see. Nothing is written when the line or its references are bad.
     pub fn append(&mut self, line: &[u8]) -> Result<u32> {
+        self.append_line(line, None)
+    }
+
+    /// Appends a line written for `stamp`: as [`Store::append`], except that while no
+    /// entry was added since the stamp, an entry with the stamp's id under its parent (and
+    /// no target) needs no look-up of either — its id was fresh and its parent is known.
+    pub fn append_stamped(&mut self, stamp: &Stamp, line: &[u8]) -> Result<u32> {
+        self.append_line(line, Some(stamp))
+    }
+
+    fn append_line(&mut self, line: &[u8], stamp: Option<&Stamp>) -> Result<u32> {
         self.check_open()?;
         if self.is_readonly() {
             return err(ErrorCode::Readonly, "the session storage is read-only");
@@ -62,7 +107,18 @@ impl Store {
             };
             EngineError::new(code, e.0)
         })?;
-        let (parent, target, problems) = self.arena.resolve(&parsed);
+        let stamped = stamp.filter(|s| {
+            s.entries == self.arena.len()
+                && *parsed.id == *s.id
+                && parsed.parent_id.as_deref()
+                    == (s.parent != NONE).then(|| self.arena.id(s.parent))
+                && parsed.target_id.is_none()
+                && parsed.first_kept.is_none()
+        });
+        let (parent, target, problems) = match stamped {
+            Some(s) => (s.parent, NONE, Vec::new()),
+            None => self.arena.resolve(&parsed),
+        };
         if let Some(p) = problems.first() {
             let (code, message) = match p {
                 RefProblem::DuplicateId => (
@@ -187,14 +243,50 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
             ),
         )
     };
-    // One `lstat` of the path answers both questions: when it still names our inode, the
+    // One look at the path answers both questions: when it still names our inode, the
     // size it reports is our file's (a second `fstat` cost ~0.5 µs on every append).
-    match std::fs::symlink_metadata(&b.path) {
-        Ok(m) if (m.dev(), m.ino()) != b.dev_ino => changed("was replaced"),
-        Ok(m) if m.len() != b.written_len => changed("was changed by another program"),
-        Ok(_) => Ok(()),
-        Err(_) => changed("was removed"),
+    match path_identity(&b.path) {
+        Some((dev_ino, _)) if dev_ino != b.dev_ino => changed("was replaced"),
+        Some((_, len)) if len != b.written_len => changed("was changed by another program"),
+        Some(_) => Ok(()),
+        None => changed("was removed"),
     }
+}
+
+/// The (device, inode) and size of the file `path` names now (a symlink itself, not its
+/// target); None when it names nothing.
+///
+/// On Linux this is a `statx` asking for no timestamps: a stat that reads the file's
+/// change time makes the kernel (6.13+, multigrain timestamps) give the next write a
+/// fine-grained time and so an inode update, which made every append's write cost about
+/// twice as much (and `lstat` fills in every field).
+fn path_identity(path: &Path) -> Option<((u64, u64), u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+            // SAFETY: `statx` writes into `out`, a plain C struct, and reads the
+            // NUL-terminated `c`.
+            let mut out: libc::statx = unsafe { std::mem::zeroed() };
+            let rc = unsafe {
+                libc::statx(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                    libc::STATX_TYPE | libc::STATX_INO | libc::STATX_SIZE,
+                    &mut out,
+                )
+            };
+            let want = libc::STATX_INO | libc::STATX_SIZE;
+            if rc == 0 && out.stx_mask & want == want {
+                let dev = libc::makedev(out.stx_dev_major, out.stx_dev_minor);
+                return Some(((dev, out.stx_ino), out.stx_size));
+            }
+            // A missing file, or no `statx` (old kernels, some sandboxes): `lstat` decides.
+        }
+    }
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some(((m.dev(), m.ino()), m.len()))
 }
 
 /// Writes `pending` in one `write`; on failure trims any partial line back off.
@@ -211,7 +303,6 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
         }
         return Err((e, buffered));
     }
-    let path = b.path.display().to_string();
     let written = match b.take_write_fault() {
         Some(errno) => {
             let half = &b.pending[..b.pending.len() / 2];
@@ -222,7 +313,7 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
         None => b.file.write_all_at(&b.pending, b.written_len),
     };
     if let Err(e) = written {
-        let error = EngineError::io(format!("appending to {path}"), &e);
+        let error = EngineError::io(format!("appending to {}", b.path.display()), &e);
         b.pending.clear();
         let trimmed = b.file.set_len(b.written_len).is_ok();
         return Err((error, buffered || !trimmed));
@@ -236,5 +327,53 @@ fn write_pending(b: &mut FileBacking) -> std::result::Result<(), (EngineError, b
             None => Ok(()),
         },
         Durability::None | Durability::Flush => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{ErrorCode, Limits, Store};
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w","parent_session":null,"metadata":null}"#;
+
+    fn line(id: &str, parent: Option<&str>, ts: &str) -> String {
+        let parent = parent.map_or("null".to_string(), |p| format!("{p:?}"));
+        format!(
+            r#"{{"type":"custom","id":"{id}","parent_id":{parent},"timestamp":"{ts}","custom_type":"k"}}"#
+        )
+    }
+
+    #[test]
+    fn stamped_appends_are_checked_as_any_other() {
+        let mut s = Store::memory(HEADER.as_bytes(), Limits::default()).unwrap();
+        let first = s.stamp().unwrap();
+        assert_eq!(first.parent, crate::engine::NONE);
+        assert_eq!(first.id.len(), 8);
+        assert!(first.timestamp().ends_with('Z'));
+        let a = s
+            .append_stamped(&first, line(&first.id, None, first.timestamp()).as_bytes())
+            .unwrap();
+        let next = s.stamp().unwrap();
+        assert_eq!(next.parent, a);
+        // A line that is not the stamp's (another parent) is resolved as usual.
+        let e = s
+            .append_stamped(&next, line(&next.id, Some("nowhere"), "T").as_bytes())
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotFound);
+        // A stale stamp: the entry appended since takes its id; the look-up finds it.
+        let stale = s.stamp().unwrap();
+        s.append(line(&stale.id, Some(&first.id), "T").as_bytes())
+            .unwrap();
+        let e = s
+            .append_stamped(&stale, line(&stale.id, Some(&first.id), "T").as_bytes())
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::DuplicateId);
+        assert_eq!(s.arena().len(), 2);
+        let b = s.stamp().unwrap();
+        let idx = s
+            .append_stamped(&b, line(&b.id, Some(&stale.id), b.timestamp()).as_bytes())
+            .unwrap();
+        assert_eq!(s.arena().node(idx).parent, 1);
+        assert_eq!(s.arena().leaf(), idx);
     }
 }

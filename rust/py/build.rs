@@ -98,24 +98,23 @@ pub(super) fn type_slot(ty: &Bound<'_, PyType>, slot: std::os::raw::c_int) -> *m
     unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), slot) }
 }
 
-/// The `__set__` of the slot descriptor `name` of `cls`, found along the MRO as attribute
-/// lookup finds it.
-pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
+/// The slot descriptor `name` of `cls`, found along the MRO as attribute lookup finds it,
+/// with the function its type fills `slot` with (`Py_tp_descr_set`, `Py_tp_descr_get`).
+pub(super) fn slot_descriptor<'py>(
+    cls: &Bound<'py, PyType>,
+    name: &str,
+    slot: std::os::raw::c_int,
+) -> PyResult<(Bound<'py, PyAny>, *mut c_void)> {
     let mro = cls.getattr("__mro__")?;
     for base in mro.try_iter()? {
         let Ok(descr) = base?.getattr("__dict__")?.get_item(name) else {
             continue;
         };
-        let set = type_slot(&descr.get_type(), ffi::Py_tp_descr_set);
-        if set.is_null() {
+        let func = type_slot(&descr.get_type(), slot);
+        if func.is_null() {
             break;
         }
-        // SAFETY: a non-null `Py_tp_descr_set` slot holds a `descrsetfunc`.
-        let set = unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) };
-        return Ok(Setter {
-            descr: descr.unbind(),
-            set,
-        });
+        return Ok((descr, func));
     }
     Err(PyTypeError::new_err(format!(
         "{}.{name} is not a slot",
@@ -123,7 +122,19 @@ pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
     )))
 }
 
-fn fields_of(def: &'static TypeDef) -> Vec<&'static FieldDef> {
+/// The `__set__` of the slot descriptor `name` of `cls`.
+pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
+    let (descr, set) = slot_descriptor(cls, name, ffi::Py_tp_descr_set)?;
+    // SAFETY: a non-null `Py_tp_descr_set` slot holds a `descrsetfunc`.
+    let set = unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) };
+    Ok(Setter {
+        descr: descr.unbind(),
+        set,
+    })
+}
+
+/// The fields of `def` in the order a line has them (for an entry, `ENTRY_BASE`'s first).
+pub(super) fn fields_of(def: &'static TypeDef) -> Vec<&'static FieldDef> {
     let base: &'static [FieldDef] = if model::ENTRIES.iter().any(|e| std::ptr::eq(*e, def)) {
         ENTRY_BASE.fields
     } else {
@@ -235,6 +246,34 @@ impl Registry {
             .iter()
             .find(|(d, _)| std::ptr::eq(*d, def))
             .map(|(_, o)| o.bind(py).clone())
+    }
+
+    /// A `MessageEntry` of these values, made as the builder makes one (no checks: the
+    /// caller vouches for them); None when the model is not registered as expected.
+    pub fn new_message_entry<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        parent_id: Option<&str>,
+        timestamp: &str,
+        message: &Bound<'py, PyAny>,
+    ) -> Option<Bound<'py, PyAny>> {
+        let class = self.class(&model::MESSAGE_ENTRY)?;
+        let parent = match parent_id {
+            Some(p) => PyString::new(py, p).into_any(),
+            None => py.None().into_bound(py),
+        };
+        let values = [
+            Some(PyString::new(py, id).into_any()),
+            Some(parent),
+            Some(PyString::new(py, timestamp).into_any()),
+            Some(message.clone()),
+        ];
+        // Base fields first, then `message`: the order `fields_of` gives.
+        if class.fields.len() != values.len() {
+            return None;
+        }
+        class.instance(py, &values, &py.None().into_bound(py))
     }
 
     /// Builds the `MessageEntry` of `line`, whose message has role `role`; None when the
@@ -362,7 +401,6 @@ impl<'py> Ctx<'py, '_> {
         values: &mut [Option<Bound<'py, PyAny>>],
         extra: Option<Bound<'py, PyDict>>,
     ) -> Option<Bound<'py, PyAny>> {
-        let py = self.py;
         let mut filled: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
         for (i, (f, _)) in class.fields.iter().enumerate() {
             filled[i] = Some(match values[i].take() {
@@ -370,18 +408,31 @@ impl<'py> Ctx<'py, '_> {
                 None => self.missing(f)?,
             });
         }
+        let extra = extra.map_or_else(|| self.py.None().into_bound(self.py), Bound::into_any);
+        class.instance(self.py, &filled[..class.fields.len()], &extra)
+    }
+}
+
+impl Class {
+    /// A new instance with every slot filled: the fields from `values` (in `fields`
+    /// order, all present) and `_extra`.
+    fn instance<'py>(
+        &self,
+        py: Python<'py>,
+        values: &[Option<Bound<'py, PyAny>>],
+        extra: &Bound<'py, PyAny>,
+    ) -> Option<Bound<'py, PyAny>> {
         // SAFETY: `alloc` is the class's own `tp_alloc`, called as `object.__new__` does.
         let obj = unsafe {
-            let raw = (class.alloc)(class.cls.bind(py).as_type_ptr(), 0);
+            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
             Bound::from_owned_ptr_or_err(py, raw).ok()?
         };
-        let extra = extra.map_or_else(|| py.None().into_bound(py), Bound::into_any);
-        let slots = class
+        let slots = self
             .fields
             .iter()
             .map(|(_, s)| s)
-            .zip(filled.iter().map(|v| v.as_ref()))
-            .chain(std::iter::once((&class.extra, Some(&extra))));
+            .zip(values.iter().map(|v| v.as_ref()))
+            .chain(std::iter::once((&self.extra, Some(extra))));
         for (setter, value) in slots {
             let value = value?;
             // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes

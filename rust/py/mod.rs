@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 mod build;
+mod encode;
 mod lazy;
 mod pyjson;
 mod shared;
@@ -834,6 +835,62 @@ impl PyEngine {
             .map_err(|e| to_py_err(py, e))
     }
 
+    /// Appends an entry object: its line is encoded from the model (`encode.rs`), then
+    /// checked and written as `append` does; returns its index.
+    fn append_entry(&self, py: Python<'_>, entry: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let mut held = self.store.lock(py)?;
+        encode::append_entry(py, &mut held, entry)
+    }
+
+    /// Appends `message` in a new message entry under the leaf (a fresh id, the time now)
+    /// and returns the `MessageEntry`; None, appending nothing, when `message` is not
+    /// exactly one of the model's message classes.
+    fn append_message<'py>(
+        &self,
+        py: Python<'py>,
+        message: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut held = self.store.lock(py)?;
+        encode::append_message(py, &mut held, message)
+    }
+
+    /// Writes a new session file at `path`: `header`, entries `kept` of this engine, entry
+    /// `kept[i]` under entry `parents[i]` (an earlier kept one, or -1 for a root), then the
+    /// `extras` lines (`engine/fork.rs`). Returns the new file's engine, open for writing.
+    #[pyo3(signature = (path, header, kept, parents, extras, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fork_to(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        header: Vec<u8>,
+        kept: Vec<u32>,
+        parents: Vec<i64>,
+        extras: Vec<Vec<u8>>,
+        durability: &str,
+        max_line_bytes: Option<usize>,
+        max_depth: Option<usize>,
+        max_id_bytes: Option<usize>,
+        index: bool,
+        index_min_bytes: Option<u64>,
+    ) -> PyResult<PyEngine> {
+        let opts = crate::engine::ForkOptions {
+            durability: Durability::parse(durability).map_err(|e| to_py_err(py, e))?,
+            limits: limits(max_line_bytes, max_depth, max_id_bytes),
+            index_min_bytes: index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)),
+        };
+        let parents: Vec<u32> = parents
+            .iter()
+            .map(|&p| u32::try_from(p).unwrap_or(NONE))
+            .collect();
+        let held = self.store.lock(py)?;
+        let source: &Store = &held;
+        let store = py
+            .detach(|| source.fork_to(&path, &header, &kept, &parents, &extras, opts))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(PyEngine::new(store))
+    }
+
     /// Writes buffered appends and syncs.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let mut held = self.store.lock(py)?;
@@ -969,6 +1026,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

@@ -33,6 +33,8 @@ from sessiontree.repo import (
     get_entries_to_fork,
     is_valid_session_id,
 )
+from sessiontree.storage import JsonlSessionStorage
+from sessiontree.storage.engine import _EngineStorage
 from sessiontree.types import SessionMetadata
 
 UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -1199,8 +1201,24 @@ def test_delete_a_symlinked_session_removes_only_the_link(
 # --------------------------------------------------------------------------- JSONL: atomic fork
 
 
+@pytest.fixture(params=["engine", "python"])
+def fork_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Who writes a fork's file: the engine (``ForkSource.write_file``), or the repository
+    from the source's lines (``write_lines``), as for a storage without ``write_file``."""
+    if request.param == "python":
+        original = _EngineStorage.get_fork_source
+
+        def lines_only(self: Any, entry_id: str | None, position: str) -> Any:
+            source = original(self, entry_id, position)
+            source.write_file = None
+            return source
+
+        monkeypatch.setattr(_EngineStorage, "get_fork_source", lines_only)
+    return str(request.param)
+
+
 def test_fork_failure_before_publish_leaves_nothing(
-    jrepo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+    jrepo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch, fork_writer: str
 ) -> None:
     with jrepo.create(cwd="/w") as s:
         s.append_message(user())
@@ -1215,6 +1233,8 @@ def test_fork_failure_before_publish_leaves_nothing(
             raise OSError(28, "No space left on device")
         os.replace(tmp, final)
 
+    if fork_writer == "engine":
+        monkeypatch.setenv("SESSIONTREE_TEST_FORK_FAULT", "28")  # the engine's test hook
     monkeypatch.setattr(repo_files, "_publish", boom)
     with pytest.raises(SessionError) as exc:
         jrepo.fork(sid)
@@ -1224,25 +1244,105 @@ def test_fork_failure_before_publish_leaves_nothing(
     assert [m.id for m in jrepo.list()] == [sid]
 
 
-def test_fork_crash_before_publish_leaves_no_session_file(jrepo: JsonlSessionRepo) -> None:
+def test_fork_crash_before_publish_leaves_no_session_file(
+    jrepo: JsonlSessionRepo, fork_writer: str
+) -> None:
     with jrepo.create(cwd="/w") as s:
         s.append_message(user())
         sid = s.id
     code = textwrap.dedent(
         f"""
         import os, sessiontree.repo as r, sessiontree.repo.files as files
+        from sessiontree.storage.engine import _EngineStorage
         def crash(tmp, final, replace):
             os._exit(3)  # the process dies between writing and publishing
         files._publish = crash
+        if {fork_writer!r} == "python":
+            original = _EngineStorage.get_fork_source
+            def lines_only(self, entry_id, position):
+                source = original(self, entry_id, position)
+                source.write_file = None
+                return source
+            _EngineStorage.get_fork_source = lines_only
         r.JsonlSessionRepo({jrepo.root_dir!r}).fork({sid!r})
         """
     )
-    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 3
+    # The engine's test hook ends the process at the same point.
+    env = {**os.environ, "SESSIONTREE_TEST_FORK_FAULT": "exit"}
+    assert subprocess.run([sys.executable, "-c", code], env=env, timeout=60).returncode == 3
     root = pathlib.Path(jrepo.root_dir)
     leftovers = [n for n in os.listdir(root) if n.endswith(".tmp")]
     assert leftovers and all(n.startswith(".") for n in leftovers)
     assert [n for n in os.listdir(root) if n.endswith(".jsonl")] == [f"{sid}.jsonl"]
     assert [m.id for m in jrepo.list()] == [sid]
+
+
+def test_engine_forks_write_what_the_python_path_writes(
+    jrepo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every fork of a session with branches, labels, a compaction and a dangling parent:
+    the engine's file (bytes copied, arena handed over) is the file the repository writes
+    from the source's lines, and reopening it reads what the fork's storage holds."""
+    sid, ids = build_labels_and_compaction(jrepo)
+    path = pathlib.Path(jrepo.path_for(sid))
+    with path.open("ab") as f:  # a line whose parent is nowhere, and a child of it
+        f.write(
+            b'{"type":"custom","id":"dang","parent_id":"gone","timestamp":"T","custom_type":"k"}\n'
+        )
+        f.write(
+            b'{"type":"custom","id":"kid","parent_id":"dang","timestamp":"T","custom_type":"k"}\n'
+        )
+    with jrepo.open(sid) as src:
+        targets = [(None, "before")]
+        for e in src.storage.get_entries():
+            targets.append((e.id, "at"))
+            if not (isinstance(e, MessageEntry) and e.message.role != "user"):
+                targets.append((e.id, "before"))
+
+    def stable(lines: list[bytes]) -> list[Any]:
+        # The appended label, name and leaf entries get fresh ids and the time now.
+        out: list[Any] = []
+        fresh: dict[str, str] = {}
+        for line in lines:
+            if not line:
+                continue
+            d = json.loads(line)
+            if d["type"] in ("label", "session_info", "leaf") and d["id"] not in ids.values():
+                fresh[d["id"]] = f"new{len(fresh)}"
+                d["id"] = fresh[d["id"]]
+                d["parent_id"] = fresh.get(d["parent_id"], d["parent_id"])
+                d["timestamp"] = "now"
+                out.append(d)
+            else:
+                out.append(line)
+        return out
+
+    original = _EngineStorage.get_fork_source
+
+    def lines_only(self: Any, eid: str | None, pos: str) -> Any:
+        source = original(self, eid, pos)
+        source.write_file = None
+        return source
+
+    for entry_id, position in targets:
+        with jrepo.fork(sid, entry_id=entry_id, position=position) as f:
+            fork_path = pathlib.Path(f.storage.path)  # type: ignore[attr-defined]
+            held = (f.storage.get_entries(), f.get_leaf_id(), f.storage.get_labels())
+            held_stats = f.storage.get_session_stats()
+            held_name = f.get_session_name()
+        with JsonlSessionStorage.open(fork_path, readonly=True) as again:
+            assert again.load_report.issues == ()
+            assert (again.get_entries(), again.get_leaf_id(), again.get_labels()) == held
+            assert (again.get_session_stats(), again.get_session_name()) == (held_stats, held_name)
+        engine_lines = fork_path.read_bytes().split(b"\n")[1:]
+        with monkeypatch.context() as m:
+            m.setattr(_EngineStorage, "get_fork_source", lines_only)
+            with jrepo.fork(sid, entry_id=entry_id, position=position) as f:
+                python_path = pathlib.Path(f.storage.path)  # type: ignore[attr-defined]
+        python_lines = python_path.read_bytes().split(b"\n")[1:]
+        assert stable(engine_lines) == stable(python_lines), (entry_id, position)
+        fork_path.unlink()
+        python_path.unlink()
 
 
 def test_fork_never_overwrites(jrepo: JsonlSessionRepo, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,9 +17,10 @@ from ..entries import (
     header_to_json,
 )
 from ..errors import SessionError
-from ..storage import SessionStorage
+from ..storage import Durability, JsonlSessionStorage, Limits, SessionStorage
 from ..storage.base import FORK_NULL_TARGET, FORK_OUTSIDE, ForkSource
 from .base import ForkPosition, _check_fork_args
+from .files import _write_atomically
 
 __all__ = ["get_entries_to_fork"]
 
@@ -60,32 +61,41 @@ def _plan_fork(source: ForkSource, new_id: Callable[[], str]) -> _ForkPlan:
     fork_labels: dict[int, str] = {}
     fork_name: str | None = None
     leaf = FORK_OUTSIDE
-    for i in range(n):
+    # The entries between two special ones are all kept, each under its parent or, when
+    # that was dropped, the kept ancestor it was lifted to: taken a run at a time.
+    start = 0
+    for i in [*sorted(special), n]:
+        if start < i:
+            kept.extend(range(start, i))
+            run = parent[start:i]
+            new_parent.extend([lifted.get(p, p) for p in run] if lifted else run)
+            leaf = i - 1
+        start = i + 1
+        if i == n:
+            break
         p = parent[i]
-        np = FORK_OUTSIDE if p < 0 else (lifted[p] if dropped[p] else p)
-        sp = special.get(i)
-        if sp is not None:
-            kind, target, text = sp
-            if kind == "label":
-                if target < 0 or dropped[target]:
-                    dropped[i] = 1
-                    lifted[i] = np
-                    continue
-                if text is None:
-                    fork_labels.pop(target, None)
-                else:
-                    fork_labels[target] = text
-            elif kind == "leaf":
-                if target == FORK_OUTSIDE or (target >= 0 and dropped[target]):
-                    dropped[i] = 1
-                    lifted[i] = np
-                    continue
-                kept.append(i)
-                new_parent.append(np)
-                leaf = FORK_OUTSIDE if target == FORK_NULL_TARGET else target
+        np = lifted.get(p, p)  # FORK_OUTSIDE stays
+        kind, target, text = special[i]
+        if kind == "label":
+            if target < 0 or dropped[target]:
+                dropped[i] = 1
+                lifted[i] = np
                 continue
+            if text is None:
+                fork_labels.pop(target, None)
             else:
-                fork_name = text
+                fork_labels[target] = text
+        elif kind == "leaf":
+            if target == FORK_OUTSIDE or (target >= 0 and dropped[target]):
+                dropped[i] = 1
+                lifted[i] = np
+                continue
+            kept.append(i)
+            new_parent.append(np)
+            leaf = FORK_OUTSIDE if target == FORK_NULL_TARGET else target
+            continue
+        else:
+            fork_name = text
         kept.append(i)
         new_parent.append(np)
         leaf = i
@@ -193,12 +203,10 @@ def get_entries_to_fork(
     return [entry_from_json(line) for line in source.write_lines(plan.kept, plan.new_parent)]
 
 
-def fork_document(
+def _prepare(
     storage: SessionStorage, new_id: str, entry_id: str | None, position: str
-) -> bytes:
-    """The whole JSONL document of a fork of ``storage``'s session: a new header (id
-    ``new_id``, ``parent_session`` the source), the copied lines, then the label, name and
-    leaf entries that make the fork's labels, name and leaf the source's."""
+) -> tuple[ForkSource, _ForkPlan, bytes]:
+    """The source, the plan and the new header line of a fork of ``storage``'s session."""
     source = storage.get_fork_source(entry_id, position)
     plan = _plan_fork(source, storage.create_entry_id)
     source_header = storage.get_metadata()
@@ -207,10 +215,46 @@ def fork_document(
     header["timestamp"] = now_iso()
     header["parent_session"] = source_header.id
     # Validating through SessionHeader keeps unknown header fields and refuses nonsense.
+    return source, plan, header_to_json(header_from_dict(header))
+
+
+def fork_document(
+    storage: SessionStorage, new_id: str, entry_id: str | None, position: str
+) -> bytes:
+    """The whole JSONL document of a fork of ``storage``'s session: a new header (id
+    ``new_id``, ``parent_session`` the source), the copied lines, then the label, name and
+    leaf entries that make the fork's labels, name and leaf the source's."""
+    source, plan, header = _prepare(storage, new_id, entry_id, position)
     parts = [
-        header_to_json(header_from_dict(header)),
+        header,
         *source.write_lines(plan.kept, plan.new_parent),
         *(entry_to_json(e) for e in plan.extras),
         b"",
     ]
     return b"\n".join(parts)
+
+
+def fork_file(
+    storage: SessionStorage,
+    path: str,
+    new_id: str,
+    entry_id: str | None,
+    position: str,
+    *,
+    durability: Durability,
+    limits: Limits | None,
+) -> SessionStorage:
+    """Writes the document :func:`fork_document` makes to a new file at ``path`` (under a
+    temporary name, synced, then linked into place: never a partial file under a session
+    name) and opens it for writing. A storage that can write the file itself does
+    (``ForkSource.write_file``): engine storages copy the lines' bytes in the kernel and
+    hand the new file's index over instead of scanning the file again."""
+    source, plan, header = _prepare(storage, new_id, entry_id, position)
+    extras = [entry_to_json(e) for e in plan.extras]
+    if source.write_file is not None:
+        return source.write_file(
+            path, header, plan.kept, plan.new_parent, extras, durability=durability, limits=limits
+        )
+    doc = b"\n".join([header, *source.write_lines(plan.kept, plan.new_parent), *extras, b""])
+    _write_atomically(path, doc, sync=True, replace=False)
+    return JsonlSessionStorage.open(path, durability=durability, limits=limits)

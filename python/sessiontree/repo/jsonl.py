@@ -44,7 +44,7 @@ from .files import (
     _unlink_quietly,
     _write_atomically,
 )
-from .fork import fork_document
+from .fork import fork_file
 from .list_cache import (
     _CACHE_FORMAT,
     _CACHE_MAX_BYTES,
@@ -415,12 +415,18 @@ class JsonlSessionRepo(SessionRepo):
         src = JsonlSessionStorage.open(src_path, readonly=True, limits=self._limits)
         try:
             new_id = uuid7()
-            doc = fork_document(src, new_id, entry_id, position)
+            final = os.path.join(self._root, new_id + _SUFFIX)
+            storage = fork_file(
+                src,
+                final,
+                new_id,
+                entry_id,
+                position,
+                durability=self._durability,
+                limits=self._limits,
+            )
         finally:
             src.close()
-        final = os.path.join(self._root, new_id + _SUFFIX)
-        _write_atomically(final, doc, sync=True, replace=False)
-        storage = JsonlSessionStorage.open(final, durability=self._durability, limits=self._limits)
         return Session(storage)
 
     def __contains__(self, ref: object) -> bool:

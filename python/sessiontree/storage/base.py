@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 from .. import _core
+from .._util import now_iso
 from ..entries import (
     ActiveToolsChangeEntry,
     LabelEntry,
@@ -26,7 +27,7 @@ from ..entries import (
     entry_to_json,
 )
 from ..errors import SessionError
-from ..messages import AssistantMessage
+from ..messages import AgentMessage, AssistantMessage
 from ..types import SessionStats, TreeNode
 
 __all__ = [
@@ -74,6 +75,12 @@ class ForkSource:
         write_lines: ``(kept positions, their new parent positions)`` -> the JSON lines to
             write, each with its ``parent_id`` set accordingly (an engine-backed storage
             copies the bytes of every line whose parent does not change).
+        write_file: ``None``, or for a storage that writes a fork's file better than its
+            lines can be written (engine storages copy the bytes in the kernel and hand the
+            new file's index to its storage): ``(path, header line, kept positions, their
+            new parent positions, lines to append, durability=, limits=)`` -> the new
+            file, written as ``write_lines`` would give it, synced and linked into place
+            (``exists`` if ``path`` exists), open for writing as a ``JsonlSessionStorage``.
     """
 
     __slots__ = (
@@ -85,6 +92,7 @@ class ForkSource:
         "position_of",
         "size",
         "special",
+        "write_file",
         "write_lines",
     )
 
@@ -99,6 +107,7 @@ class ForkSource:
         leaf: int | None,
         position_of: Callable[[str], int | None],
         write_lines: Callable[[Sequence[int], Sequence[int]], list[bytes]],
+        write_file: Callable[..., SessionStorage] | None = None,
     ) -> None:
         self.size = len(parent)
         self.id_of = id_of
@@ -109,6 +118,7 @@ class ForkSource:
         self.leaf = leaf
         self.position_of = position_of
         self.write_lines = write_lines
+        self.write_file = write_file
 
     def __repr__(self) -> str:
         return f"<ForkSource: {self.size} entries, {len(self.special)} label/leaf/name entries>"
@@ -203,6 +213,20 @@ class SessionStorage(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Releases the storage; idempotent."""
+
+    def append_message(self, message: AgentMessage) -> MessageEntry:
+        """Appends ``message`` in a new ``message`` entry under the leaf, with a fresh id
+        and the current time, and returns that entry.
+
+        ``Session.append_message`` calls this. The default builds the entry from
+        :meth:`create_entry_id`, :meth:`get_leaf_id` and the clock and hands it to
+        :meth:`append_entry`; the engine-backed storages do all of it in one engine call.
+        """
+        entry = MessageEntry(
+            message, id=self.create_entry_id(), parent_id=self.get_leaf_id(), timestamp=now_iso()
+        )
+        self.append_entry(entry)
+        return entry
 
     def get_branch_entries(
         self, leaf_id: str | None, *, known: Mapping[str, SessionTreeEntry] | None = None

@@ -7,7 +7,7 @@ import gc
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Final
 
 from .. import _core
 from .._util import now_iso
@@ -31,6 +31,7 @@ from ..messages import (
     _USER_BLOCKS,
     _ZERO_COST,
     _ZERO_USAGE,
+    AgentMessage,
     Cost,
     Usage,
 )
@@ -112,22 +113,27 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
 # roles) itself, straight from their lines; which types it builds is its own choice
 # (`DIRECT` in rust/py/build.rs), so it is handed every model class by name, and the shared
-# zero usage and cost that missing ones read as.
-_core._register_model(
-    {
-        cls.__name__: cls
-        for cls in (
-            *_USER_BLOCKS,
-            *_ASSISTANT_BLOCKS,
-            Cost,
-            Usage,
-            *_MESSAGE_CLASSES,
-            *_KNOWN_ENTRY_CLASSES,
-            TreeNode,
-        )
-    },
-    {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST},
-)
+# zero usage and cost that missing ones read as. Its encoder (rust/py/encode.rs) writes
+# the lines of appended entries from the same classes, and hands anything it does not
+# write itself to ``entry_to_json``.
+_MODEL_CLASSES: Final = {
+    cls.__name__: cls
+    for cls in (
+        *_USER_BLOCKS,
+        *_ASSISTANT_BLOCKS,
+        Cost,
+        Usage,
+        *_MESSAGE_CLASSES,
+        *_KNOWN_ENTRY_CLASSES,
+        TreeNode,
+    )
+}
+_core._register_model(_MODEL_CLASSES, {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST})
+_core._register_encoder(_MODEL_CLASSES, entry_to_json)
+
+# What the engine stands in for when it stamps and writes a message in one call
+# (``append_message``): a subclass that overrides any of these appends the generic way.
+_STAMPING: Final = ("append_entry", "create_entry_id", "get_leaf_id")
 
 
 def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[SessionTreeEntry]:
@@ -163,6 +169,21 @@ class _EngineStorage(SessionStorage):
 
     _engine: _core.Engine
     _header: SessionHeader | None
+    # Whether ``append_message`` is one engine call (see ``_STAMPING``).
+    _stamp_in_engine: ClassVar[bool] = True
+    # False while this handle refuses appends before the engine sees them (a read-only
+    # file, a released share): ``_refuse_append`` raises why. The engine refuses a closed
+    # or read-only store itself.
+    _may_append: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._stamp_in_engine = not any(
+            name in vars(k)
+            for k in cls.__mro__
+            if not k.__module__.startswith(__package__ + ".")
+            for name in _STAMPING
+        )
 
     def __init__(self, engine: _core.Engine, atomic: threading.RLock | None = None) -> None:
         self._engine = engine
@@ -201,6 +222,8 @@ class _EngineStorage(SessionStorage):
     def set_leaf_id(self, entry_id: str | None) -> None:
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
+        if not self._may_append:
+            self._refuse_append()
         with self._atomic_lock:
             entry = LeafEntry(
                 id=self._engine.create_entry_id(),
@@ -208,19 +231,35 @@ class _EngineStorage(SessionStorage):
                 timestamp=now_iso(),
                 target_id=entry_id,
             )
-            self._engine.append(entry_to_json(entry))
+            self._engine.append_entry(entry)
 
     def create_entry_id(self) -> str:
         self._check()
         return self._engine.create_entry_id()
 
+    def _refuse_append(self) -> None:
+        self._check()
+
     def append_entry(self, entry: SessionTreeEntry) -> None:
+        if not self._may_append:
+            self._refuse_append()
         if not isinstance(entry, SessionTreeEntry):
             raise SessionError(
                 "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
             )
-        self._check()
-        self._engine.append(entry_to_json(entry))
+        # Encoded from the entry's slots, checked and written in one engine call.
+        self._engine.append_entry(entry)
+
+    def append_message(self, message: AgentMessage) -> MessageEntry:
+        if self._stamp_in_engine:
+            if not self._may_append:
+                self._refuse_append()
+            # Id, parent, time, encoding, checks and the write in one engine call; None
+            # when the message is not exactly a model class (a subclass, a wrong type).
+            entry = self._engine.append_message(message)
+            if entry is not None:
+                return entry  # type: ignore[no-any-return]
+        return super().append_message(message)
 
     def get_entry(self, entry_id: str) -> SessionTreeEntry | None:
         _check_id_arg("entry_id", entry_id, optional=False)
@@ -387,8 +426,13 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("entry_id", entry_id, optional=True)
         self._check()
         engine = self._engine
-        all_parents = engine.parents()
         where: dict[int, int] | None = None
+        parents_of_all: list[int] = []
+
+        def all_parents() -> list[int]:
+            if not parents_of_all:
+                parents_of_all.extend(engine.parents())
+            return parents_of_all
 
         def pos_of_key(k: int) -> int:
             return k if where is None else where.get(k, FORK_OUTSIDE)
@@ -396,7 +440,7 @@ class _EngineStorage(SessionStorage):
         keys: Sequence[int]
         if entry_id is None:
             keys = range(len(engine))
-            parent: Sequence[int] = all_parents
+            parent: Sequence[int] = all_parents()
             source_leaf = engine.leaf()
             leaf_pos: int | None = FORK_OUTSIDE if source_leaf is None else source_leaf
         else:
@@ -415,9 +459,9 @@ class _EngineStorage(SessionStorage):
                     else engine.path_indices(engine.id_of(target_parent), True)
                 )
             where = {k: i for i, k in enumerate(keys)}
-            parent = [
-                FORK_OUTSIDE if all_parents[k] < 0 else pos_of_key(all_parents[k]) for k in keys
-            ]
+            # A path runs root first, each entry the child of the one before it (across a
+            # compaction's cut too): the first is a root of the copy.
+            parent = [FORK_OUTSIDE, *range(len(keys) - 1)] if keys else []
             leaf_pos = None
 
         special: dict[int, tuple[str, int, str | None]] = {}
@@ -464,17 +508,47 @@ class _EngineStorage(SessionStorage):
             self._check()
             src_keys = [keys[i] for i in kept]
             lines = engine.lines(src_keys)
+            parents = all_parents()
             for j, (k, np) in enumerate(zip(src_keys, new_parent, strict=True)):
                 new_key = FORK_OUTSIDE if np < 0 else keys[np]
                 # A root of the engine whose line names a parent the reader could not find
                 # (a dangling parent) is written with ``parent_id`` null too.
-                if all_parents[k] != new_key or (
+                if parents[k] != new_key or (
                     new_key < 0 and json.loads(lines[j]).get("parent_id") is not None
                 ):
                     lines[j] = _reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)
                     )
             return lines
+
+        def write_file(
+            path: str,
+            header: bytes,
+            kept: Sequence[int],
+            new_parent: Sequence[int],
+            extras: list[bytes],
+            *,
+            durability: str = "group",
+            limits: Limits | None = None,
+        ) -> SessionStorage:
+            # The lines' bytes are copied by the kernel and the new file's arena is built
+            # from this one's, so the fork is not scanned again (rust/engine/fork.rs).
+            from .jsonl import JsonlSessionStorage
+
+            self._check()
+            mode = _check_durability(durability)
+            # Positions to engine indices; a parent outside the copy (-1) stays -1.
+            index = [*keys, -1]
+            forked = engine.fork_to(
+                path,
+                header,
+                list(map(index.__getitem__, kept)),
+                list(map(index.__getitem__, new_parent)),
+                extras,
+                mode,
+                **_limits(limits),
+            )
+            return JsonlSessionStorage(forked, mode, False)
 
         return ForkSource(
             id_of=lambda i: engine.id_of(keys[i]),
@@ -485,6 +559,7 @@ class _EngineStorage(SessionStorage):
             leaf=leaf_pos,
             position_of=position_of,
             write_lines=write_lines,
+            write_file=write_file,
         )
 
     def get_context_state_entries(self, leaf_id: str | None) -> list[SessionTreeEntry]:

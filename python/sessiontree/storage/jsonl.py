@@ -6,11 +6,7 @@ import os
 
 from .. import _core
 from .._util import fspath_arg
-from ..entries import (
-    SessionHeader,
-    SessionTreeEntry,
-    entry_to_json,
-)
+from ..entries import SessionHeader
 from ..errors import SessionError
 from .base import Durability
 from .engine import Limits, _check_durability, _EngineStorage, _index, _limits, _make_header
@@ -37,6 +33,7 @@ class JsonlSessionStorage(_EngineStorage):
         super().__init__(engine)
         self._durability = durability
         self._readonly = readonly
+        self._may_append = not readonly
 
     @classmethod
     def create(
@@ -141,23 +138,9 @@ class JsonlSessionStorage(_EngineStorage):
         self._check()
         return self._engine.refresh()
 
-    def _require_writable(self) -> None:
-        self._check()
-        if self._readonly:
-            raise SessionError("readonly", f"{self.path} is open read-only")
-
-    def set_leaf_id(self, entry_id: str | None) -> None:
-        self._require_writable()
-        super().set_leaf_id(entry_id)
-
-    def append_entry(self, entry: SessionTreeEntry) -> None:
-        self._require_writable()
-        # The base method's checks, less its second ``_check()``.
-        if not isinstance(entry, SessionTreeEntry):
-            raise SessionError(
-                "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
-            )
-        self._engine.append(entry_to_json(entry))
+    def _refuse_append(self) -> None:
+        self._check()  # closed comes first
+        raise SessionError("readonly", f"{self.path} is open read-only")
 
     def __repr__(self) -> str:
         if self.closed:

@@ -92,8 +92,12 @@ class _SharedMemoryStorage(InMemorySessionStorage):
             raise SessionError("closed", "the session storage is closed")
         super()._check()
 
+    def _refuse_append(self) -> None:
+        raise SessionError("closed", "the session storage is closed")
+
     def flush(self) -> None:
         self._check()
 
     def close(self) -> None:
         self._released = True
+        self._may_append = False
