@@ -81,6 +81,14 @@ fn open(path: &Path, readonly: bool, strict: bool) -> Result<Store, crate::engin
     )
 }
 
+/// A new session file `s.jsonl` in a fresh directory, open for writing.
+fn created(durability: Durability) -> (tempfile::TempDir, std::path::PathBuf, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let store = Store::create(&path, HEADER.as_bytes(), durability, Limits::default()).unwrap();
+    (dir, path, store)
+}
+
 #[test]
 fn index_children_and_paths() {
     let s = memory(&[
@@ -390,15 +398,7 @@ fn writer_open_cuts_torn_tail_into_side_file() {
 
 #[test]
 fn file_round_trip_is_bit_exact_and_reopen_restores_leaf() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut s = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Fsync,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut s) = created(Durability::Fsync);
     let lines = [
         user("a", None),
         user("b", Some("a")),
@@ -425,15 +425,7 @@ fn file_round_trip_is_bit_exact_and_reopen_restores_leaf() {
 
 #[test]
 fn second_writer_is_locked_and_readers_are_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Flush,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut w) = created(Durability::Flush);
     assert_eq!(
         open(&path, false, false).err().unwrap().code,
         ErrorCode::Locked
@@ -457,15 +449,7 @@ fn second_writer_is_locked_and_readers_are_not() {
 
 #[test]
 fn external_changes_are_detected_before_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Flush,
-        Limits::default(),
-    )
-    .unwrap();
+    let (dir, path, mut w) = created(Durability::Flush);
     w.append(user("a", None).as_bytes()).unwrap();
     let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
     f.write_all(b"{}\n").unwrap();
@@ -495,15 +479,7 @@ fn external_changes_are_detected_before_writing() {
 #[cfg(feature = "test-hooks")]
 #[test]
 fn failed_write_leaves_no_partial_line_and_failed_sync_poisons() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Fsync,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut w) = created(Durability::Fsync);
     w.append(user("a", None).as_bytes()).unwrap();
     let size = fs::metadata(&path).unwrap().len();
     w.inject_fault(Some(Fault::Write(28)));
@@ -579,15 +555,7 @@ fn create_refuses_existing_files_and_sets_private_mode() {
 
 #[test]
 fn none_durability_buffers_until_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::None,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut w) = created(Durability::None);
     w.append(user("a", None).as_bytes()).unwrap();
     assert_eq!(w.line(0).unwrap(), user("a", None).as_bytes());
     assert_eq!(open(&path, true, false).unwrap().arena().len(), 0);
@@ -859,15 +827,7 @@ fn stale_torn_and_foreign_indexes_are_rebuilt() {
 fn writer_close_writes_the_index() {
     use crate::engine::index::index_path;
     use crate::engine::store::IndexStatus;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Flush,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut w) = created(Durability::Flush);
     w.set_index_min_bytes(Some(0));
     w.append(user("a", None).as_bytes()).unwrap();
     w.close().unwrap();
@@ -881,15 +841,7 @@ fn writer_close_writes_the_index() {
 #[test]
 fn a_failed_group_sync_surfaces_and_the_syncer_goes_idle() {
     use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Group,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, _path, mut w) = created(Durability::Group);
     w.inject_fault(Some(Fault::Sync(5)));
     w.append(user("a", None).as_bytes()).unwrap();
     // The syncer now waits ~20 ms before its (failing) sync: mark the file dirty again
@@ -1046,15 +998,7 @@ fn a_line_that_changed_under_the_store_is_modified_externally() {
 
 #[test]
 fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut w = Store::create(
-        &path,
-        HEADER.as_bytes(),
-        Durability::Group,
-        Limits::default(),
-    )
-    .unwrap();
+    let (_dir, path, mut w) = created(Durability::Group);
     w.append(user("a", None).as_bytes()).unwrap();
     let len = w.byte_len();
     w.close().unwrap();
