@@ -60,15 +60,75 @@ const SHORT_ID: usize = MAX_ID_BYTES / 4;
 
 /// One slot's descriptor and its `__set__`.
 pub(super) struct Setter {
-    pub(super) descr: Py<PyAny>,
-    pub(super) set: ffi::descrsetfunc,
+    descr: Py<PyAny>,
+    set: ffi::descrsetfunc,
+}
+
+impl Setter {
+    /// Fills the slot of `obj` (an instance of the descriptor's class) with `value`.
+    pub(super) fn set(&self, obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes a
+        // new reference to `value`.
+        let rc = unsafe { (self.set)(self.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
+        if rc != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        Ok(())
+    }
+}
+
+/// How to make an empty instance of a class, as `object.__new__(cls)` does (its
+/// `tp_alloc`); its slots are then filled through their [`Setter`]s.
+pub(super) struct Alloc {
+    cls: Py<PyType>,
+    alloc: ffi::allocfunc,
+}
+
+impl Alloc {
+    pub(super) fn new(cls: &Bound<'_, PyType>) -> PyResult<Alloc> {
+        let alloc = type_slot(cls, ffi::Py_tp_alloc);
+        if alloc.is_null() {
+            return Err(PyTypeError::new_err(format!(
+                "{} has no tp_alloc",
+                cls.name()?
+            )));
+        }
+        Ok(Alloc {
+            cls: cls.clone().unbind(),
+            // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
+            alloc: unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) },
+        })
+    }
+
+    pub(super) fn make<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the class's own `tp_alloc`, called as `object.__new__` does.
+        unsafe {
+            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
+            Bound::from_owned_ptr_or_err(py, raw)
+        }
+    }
+
+    pub(super) fn cls<'py>(&self, py: Python<'py>) -> &Bound<'py, PyType> {
+        self.cls.bind(py)
+    }
+}
+
+/// The class `classes` maps the model table's class name `name` to.
+pub(super) fn class_named<'py>(
+    classes: &Bound<'py, PyMapping>,
+    name: &str,
+) -> PyResult<Bound<'py, PyType>> {
+    classes
+        .get_item(name)
+        .map_err(|_| PyTypeError::new_err(format!("no class for {name}")))?
+        .cast_into::<PyType>()
+        .map_err(|_| PyTypeError::new_err(format!("the class for {name} is not a type")))
 }
 
 /// A registered class: how to make an instance and fill each field's slot.
 struct Class {
     def: &'static TypeDef,
-    cls: Py<PyType>,
-    alloc: ffi::allocfunc,
+    alloc: Alloc,
     /// The fields in table order (for an entry, `ENTRY_BASE`'s first), with their slots.
     fields: Vec<(&'static FieldDef, Setter)>,
     extra: Setter,
@@ -170,19 +230,9 @@ fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
             def.class
         )));
     }
-    let alloc = type_slot(cls, ffi::Py_tp_alloc);
-    if alloc.is_null() {
-        return Err(PyTypeError::new_err(format!(
-            "{} has no tp_alloc",
-            def.class
-        )));
-    }
-    // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
-    let alloc = unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) };
     Ok(Class {
         def,
-        cls: cls.clone().unbind(),
-        alloc,
+        alloc: Alloc::new(cls)?,
         fields: fields
             .into_iter()
             .map(|f| Ok((f, setter(cls, f.attr())?)))
@@ -201,19 +251,12 @@ pub fn _register_model(
 ) -> PyResult<()> {
     let mut built = Vec::with_capacity(DIRECT.len());
     for def in DIRECT {
-        let cls = classes
-            .get_item(def.class)
-            .map_err(|_| PyTypeError::new_err(format!("no class for {}", def.class)))?
-            .cast_into::<PyType>()
-            .map_err(|_| {
-                PyTypeError::new_err(format!("the class for {} is not a type", def.class))
-            })?;
-        built.push(class(&cls, def)?);
+        built.push(class(&class_named(classes, def.class)?, def)?);
     }
     let mut shared = Vec::new();
     for c in &built {
         if let Ok(obj) = empties.get_item(c.def.class) {
-            if !obj.is_exact_instance(c.cls.bind(obj.py())) {
+            if !obj.is_exact_instance(c.alloc.cls(obj.py())) {
                 return Err(PyTypeError::new_err(format!(
                     "the empty {} is not an instance of it",
                     c.def.class
@@ -422,11 +465,7 @@ impl Class {
         values: &[Option<Bound<'py, PyAny>>],
         extra: &Bound<'py, PyAny>,
     ) -> Option<Bound<'py, PyAny>> {
-        // SAFETY: `alloc` is the class's own `tp_alloc`, called as `object.__new__` does.
-        let obj = unsafe {
-            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
-            Bound::from_owned_ptr_or_err(py, raw).ok()?
-        };
+        let obj = self.alloc.make(py).ok()?;
         let slots = self
             .fields
             .iter()
@@ -434,14 +473,7 @@ impl Class {
             .zip(values.iter().map(|v| v.as_ref()))
             .chain(std::iter::once((&self.extra, Some(extra))));
         for (setter, value) in slots {
-            let value = value?;
-            // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes
-            // a new reference to `value`.
-            let rc = unsafe { (setter.set)(setter.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
-            if rc != 0 {
-                drop(PyErr::take(py));
-                return None;
-            }
+            setter.set(&obj, value?).ok()?;
         }
         Some(obj)
     }

@@ -30,7 +30,7 @@ use pyo3::types::{
     PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType,
 };
 
-use super::build::{self, fields_of, slot_descriptor};
+use super::build::{self, class_named, fields_of, slot_descriptor};
 use super::to_py_err;
 use crate::engine::arena::NONE;
 use crate::engine::json_text::{push_f64, push_i64, push_str};
@@ -150,13 +150,7 @@ pub fn _register_encoder(
 ) -> PyResult<()> {
     let mut built = Vec::new();
     for def in encoded() {
-        let cls = classes
-            .get_item(def.class)
-            .map_err(|_| PyTypeError::new_err(format!("no class for {}", def.class)))?
-            .cast_into::<PyType>()
-            .map_err(|_| {
-                PyTypeError::new_err(format!("the class for {} is not a type", def.class))
-            })?;
+        let cls = class_named(classes, def.class)?;
         let fields = fields_of(def)
             .into_iter()
             .map(|f| Ok((f, Getter::new(&cls, f.attr())?)))

@@ -12,19 +12,16 @@
 //! Which types are handed out this way is this module's choice: every entry type of the
 //! model table whose class is registered, for messages of a role the table knows.
 
-use std::os::raw::c_void;
 use std::sync::Arc;
 
-use pyo3::exceptions::PyTypeError;
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyMapping, PyString, PyType};
 
-use super::build::{self, setter, type_slot, Setter};
+use super::build::{self, class_named, setter, Alloc, Setter};
 use super::to_py_err;
 use crate::engine::arena::{Kind, Role};
 use crate::engine::lazy::LazyLine;
-use crate::engine::model::{self, TypeDef};
+use crate::engine::model;
 
 /// Where an unread entry's line lives, and what the arena knew of it.
 #[pyclass(module = "sessiontree._core", name = "LineRef", frozen)]
@@ -71,53 +68,28 @@ impl LineRef {
 
 /// How to make an unfilled instance of one class.
 pub(super) struct Shell {
-    cls: Py<PyType>,
-    alloc: ffi::allocfunc,
+    alloc: Alloc,
     src: Setter,
 }
 
 impl Shell {
     fn new(cls: &Bound<'_, PyType>) -> PyResult<Shell> {
-        let alloc = type_slot(cls, ffi::Py_tp_alloc);
-        if alloc.is_null() {
-            return Err(PyTypeError::new_err(format!(
-                "{} has no tp_alloc",
-                cls.name()?
-            )));
-        }
         Ok(Shell {
-            cls: cls.clone().unbind(),
-            // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
-            alloc: unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) },
+            alloc: Alloc::new(cls)?,
             src: setter(cls, "_src")?,
         })
     }
 
     fn make<'py>(&self, py: Python<'py>, src: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
-        // SAFETY: the class's own `tp_alloc`, called as `object.__new__` does.
-        let obj = unsafe {
-            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
-            Bound::from_owned_ptr_or_err(py, raw).ok()?
-        };
-        set(py, &self.src, &obj, src)?;
+        let obj = self.alloc.make(py).ok()?;
+        set(&self.src, &obj, src)?;
         Some(obj)
     }
 }
 
-fn set<'py>(
-    py: Python<'py>,
-    s: &Setter,
-    obj: &Bound<'py, PyAny>,
-    value: &Bound<'py, PyAny>,
-) -> Option<()> {
-    // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes a new
-    // reference to `value`.
-    let rc = unsafe { (s.set)(s.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
-    if rc != 0 {
-        drop(PyErr::take(py));
-        return None;
-    }
-    Some(())
+/// Fills one slot; None (the caller reads the line now instead) if it cannot.
+fn set(s: &Setter, obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> Option<()> {
+    s.set(obj, value).ok()
 }
 
 /// An entry class: its shell and the slots the arena fills.
@@ -138,17 +110,6 @@ pub(super) struct Shells {
     messages: Vec<Option<Shell>>,
 }
 
-fn class_named<'py>(
-    classes: &Bound<'py, PyMapping>,
-    def: &TypeDef,
-) -> PyResult<Bound<'py, PyType>> {
-    classes
-        .get_item(def.class)
-        .map_err(|_| PyTypeError::new_err(format!("no class for {}", def.class)))?
-        .cast_into::<PyType>()
-        .map_err(|_| PyTypeError::new_err(format!("the class for {} is not a type", def.class)))
-}
-
 impl Shells {
     pub(super) fn new(classes: &Bound<'_, PyMapping>) -> PyResult<Shells> {
         let mut entries: Vec<Option<EntryShell>> = Vec::new();
@@ -156,7 +117,7 @@ impl Shells {
             let Some(kind) = def.tag_value().map(Kind::from_type) else {
                 continue;
             };
-            let cls = class_named(classes, def)?;
+            let cls = class_named(classes, def.class)?;
             let shell = EntryShell {
                 shell: Shell::new(&cls)?,
                 id: setter(&cls, "id")?,
@@ -183,7 +144,7 @@ impl Shells {
             if messages.len() <= at {
                 messages.resize_with(at + 1, || None);
             }
-            messages[at] = Some(Shell::new(&class_named(classes, def)?)?);
+            messages[at] = Some(Shell::new(&class_named(classes, def.class)?)?);
         }
         Ok(Shells { entries, messages })
     }
@@ -218,22 +179,16 @@ impl Shells {
         .ok()?
         .into_any();
         let obj = shell.shell.make(py, &src)?;
-        set(py, &shell.id, &obj, id)?;
+        set(&shell.id, &obj, id)?;
         let none = py.None().into_bound(py);
+        set(&shell.parent_id, &obj, parent.map_or(&none, |p| p.as_any()))?;
         set(
-            py,
-            &shell.parent_id,
-            &obj,
-            parent.map_or(&none, |p| p.as_any()),
-        )?;
-        set(
-            py,
             &shell.timestamp,
             &obj,
             PyString::new(py, timestamp).as_any(),
         )?;
         if let (Some(slot), Some(m)) = (&shell.message, message) {
-            set(py, slot, &obj, &m.make(py, &src)?)?;
+            set(slot, &obj, &m.make(py, &src)?)?;
         }
         Some(obj)
     }

@@ -2,18 +2,16 @@
 //! the arena, bottom-up (a child always comes after its parent in the file), so a tree of
 //! any depth costs one node, one children tuple and one entry per entry, and no recursion.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::ffi;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple, PyType};
 
-use super::build::{setter, type_slot, Setter};
+use super::build::{setter, Alloc, Setter};
 use crate::engine::arena::{Arena, NONE};
 
-/// How `TreeNode` instances are made: `tp_alloc`, then each slot's `__set__`.
+/// How `TreeNode` instances are made: allocated, then each slot's `__set__`.
 pub(super) struct NodeClass {
-    cls: Py<PyType>,
-    alloc: ffi::allocfunc,
+    alloc: Alloc,
     entry: Setter,
     children: Setter,
     label: Setter,
@@ -21,16 +19,8 @@ pub(super) struct NodeClass {
 
 impl NodeClass {
     pub(super) fn new(cls: &Bound<'_, PyType>) -> PyResult<NodeClass> {
-        let alloc = type_slot(cls, ffi::Py_tp_alloc);
-        if alloc.is_null() {
-            return Err(PyTypeError::new_err("TreeNode has no tp_alloc"));
-        }
         Ok(NodeClass {
-            cls: cls.clone().unbind(),
-            // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
-            alloc: unsafe {
-                std::mem::transmute::<*mut std::os::raw::c_void, ffi::allocfunc>(alloc)
-            },
+            alloc: Alloc::new(cls)?,
             entry: setter(cls, "entry")?,
             children: setter(cls, "children")?,
             label: setter(cls, "label")?,
@@ -44,22 +34,10 @@ impl NodeClass {
         children: &Bound<'py, PyAny>,
         label: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        // SAFETY: the class's own `tp_alloc`, called as `object.__new__` does.
-        let obj = unsafe {
-            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
-            Bound::from_owned_ptr_or_err(py, raw)?
-        };
-        for (s, v) in [
-            (&self.entry, entry),
-            (&self.children, children),
-            (&self.label, label),
-        ] {
-            // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes
-            // a new reference to `v`.
-            if unsafe { (s.set)(s.descr.as_ptr(), obj.as_ptr(), v.as_ptr()) } != 0 {
-                return Err(PyErr::fetch(py));
-            }
-        }
+        let obj = self.alloc.make(py)?;
+        self.entry.set(&obj, entry)?;
+        self.children.set(&obj, children)?;
+        self.label.set(&obj, label)?;
         Ok(obj)
     }
 }
