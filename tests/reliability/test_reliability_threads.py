@@ -85,17 +85,26 @@ def test_many_threads_append_read_and_flush_one_session(tmp_path: Path, durabili
     session = st.Session(storage)
     writers, appends = 6, APPENDS if durability != "fsync" else APPENDS // 5
     stop = threading.Event()
+    # Halfway through, each writer waits (briefly) until a reader has done a whole round,
+    # so reads run between appends however fast this machine writes.
+    read_once = threading.Event()
+    done = [0]
+    done_lock = threading.Lock()
     reads = [0]
 
     def writer(k: int) -> Callable[[], None]:
         def run() -> None:
             for i in range(appends):
+                if i == appends // 2:
+                    read_once.wait(DEADLINE / 4)
                 if i % 10 == 9:
                     session.append_custom_entry("tick", {"k": k, "i": i})
                 else:
                     session.append_message(st.UserMessage(f"thread {k} message {i}"))
-            if k == 0:
-                stop.set()
+            with done_lock:
+                done[0] += 1
+                if done[0] == writers:
+                    stop.set()
 
         return run
 
@@ -111,6 +120,7 @@ def test_many_threads_append_read_and_flush_one_session(tmp_path: Path, durabili
             if leaf is not None:
                 assert storage.get_entry(leaf) is not None
             reads[0] += 1
+            read_once.set()
 
     def flusher() -> None:
         while not stop.is_set():

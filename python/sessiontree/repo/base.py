@@ -146,6 +146,13 @@ def _check_fork_args(entry_id: object, position: object) -> None:
         )
 
 
+def newest_first_key(meta: SessionMetadata) -> tuple[datetime, datetime, str]:
+    """The order of a listing (reversed): the last change, then creation, then the id, so
+    sessions with equal times still come out in one order everywhere (the listing cache
+    keeps full rows for the sessions a listing shows first)."""
+    return (meta.modified or _MIN_TIME, meta.created or _MIN_TIME, meta.id)
+
+
 def _select(
     rows: Iterable[SessionMetadata], cwd: str | None, limit: int | None
 ) -> list[SessionMetadata]:
@@ -155,7 +162,7 @@ def _select(
         rows = [m for m in rows if not m.cwd or os.path.normpath(m.cwd) == cwd]
     out = sorted(
         rows,
-        key=lambda m: (m.modified or _MIN_TIME, m.created or _MIN_TIME, m.id),
+        key=newest_first_key,
         reverse=True,
     )
     return out if limit is None else out[:limit]

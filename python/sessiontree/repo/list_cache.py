@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from ..types import SessionMetadata
-from .base import _SUFFIX, is_valid_session_id
+from .base import _SUFFIX, is_valid_session_id, newest_first_key
 from .metadata import FIRST_MESSAGE_LIMIT
 
 __all__ = []
@@ -54,8 +54,7 @@ def _encode_cache(rows: Mapping[str, tuple[tuple[int, int, int], SessionMetadata
     """The cache document for ``rows``: each row in full while it and the whole stay within
     their bounds (newest sessions first), else a skip marker (its key alone), which says
     "re-read this file, the cache is not stale"."""
-    oldest = datetime.min.replace(tzinfo=timezone.utc)
-    order = sorted(rows.items(), key=lambda kv: kv[1][1].modified or oldest, reverse=True)
+    order = sorted(rows.items(), key=lambda kv: newest_first_key(kv[1][1]), reverse=True)
     budget = _CACHE_ROWS_MAX_BYTES
     parts = []
     for name, (key, meta) in order:
