@@ -9,9 +9,14 @@ Profiles (pick one with the ``HYPOTHESIS_PROFILE`` environment variable):
 
 Fixtures:
 
-- ``backend``: parametrized over ``memory`` and ``jsonl``; builds a storage of that kind and
-  "reopens" it (a JSONL file is closed and opened again, an in-memory storage goes through
-  ``to_jsonl`` / ``from_jsonl``), so shared behaviour is tested on both.
+- ``backend``: parametrized over ``memory``, ``jsonl`` and ``postgres``; builds a storage of
+  that kind and "reopens" it (a JSONL file or a PostgreSQL session is closed and opened
+  again, an in-memory storage goes through ``to_jsonl`` / ``from_jsonl``), so shared
+  behaviour is tested on all three.
+- ``pg_server``: a PostgreSQL server for the whole run (see ``tests/postgres/pgserver.py``):
+  ``SESSIONTREE_PG_DSN`` if set, else a throwaway cluster started by
+  ``tests/postgres/pg-cluster.sh``; tests needing it skip when neither can be had, except
+  under CI (``CI=true``), where they fail. ``pg_schema``: a fresh schema for one test.
 - ``msgs``: builders of messages with fixed timestamps.
 - ``write_session``: writes a session file byte by byte (for reader tests).
 - ``lines``: builders of hand-written header and entry lines.
@@ -27,13 +32,14 @@ import dataclasses
 import json
 import os
 import pathlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from postgres.pgserver import PgServer, fresh_schema, pg_server_for_run
 
 import sessiontree as st
 from sessiontree import _core
@@ -180,6 +186,7 @@ class Backend:
     kind: str
     dir: pathlib.Path
     _count: int = 0
+    pg: tuple[PgServer, str] | None = None  # the server and schema of ``postgres``
 
     def path(self) -> pathlib.Path:
         self._count += 1
@@ -189,6 +196,11 @@ class Backend:
         """A new, empty storage."""
         if self.kind == "memory":
             return st.InMemorySessionStorage(header)
+        if self.pg is not None:
+            server, schema = self.pg
+            return st.PostgresSessionStorage.create(
+                server.dsn, header, schema=schema, durability="flush"
+            )
         return st.JsonlSessionStorage.create(self.path(), header, durability="flush")
 
     def session(self, options: st.SessionContextBuildOptions | None = None) -> st.Session:
@@ -201,6 +213,13 @@ class Backend:
             data = storage.to_jsonl()
             storage.close()
             return st.InMemorySessionStorage.from_jsonl(data)
+        if isinstance(storage, st.PostgresSessionStorage):
+            assert self.pg is not None
+            sid = storage.session_id
+            storage.close()
+            return st.PostgresSessionStorage.open(
+                self.pg[0].dsn, sid, schema=self.pg[1], durability="flush"
+            )
         assert isinstance(storage, st.JsonlSessionStorage)
         path = storage.path
         storage.close()
@@ -213,9 +232,24 @@ class Backend:
         return st.Session(self.reopen(session.storage), session.context_build_options)
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The PostgreSQL server of this run (skips, or under CI fails, without one)."""
+    yield from pg_server_for_run()
+
+
+@pytest.fixture
+def pg_schema(pg_server: PgServer) -> Iterator[str]:
+    """A new, empty schema on ``pg_server``, dropped after the test."""
+    yield from fresh_schema(pg_server)
+
+
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Backend:
-    """Both storage kinds, for behaviour they share."""
+    """Every storage kind, for behaviour they share."""
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        return Backend("postgres", tmp_path, pg=(server, request.getfixturevalue("pg_schema")))
     return Backend(request.param, tmp_path)
 
 

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         get_entries_to_fork,
         is_valid_session_id,
     )
+    from .postgres import PostgresSessionRepo, PostgresSessionStorage
 
 __version__ = "0.1.0"
 
@@ -111,6 +112,9 @@ _LAZY: dict[str, str] = {
     "SessionRepo": ".repo",
     "get_entries_to_fork": ".repo",
     "is_valid_session_id": ".repo",
+    # The PostgreSQL backend (extra ``postgres``); psycopg is imported only when used.
+    "PostgresSessionRepo": ".postgres",
+    "PostgresSessionStorage": ".postgres",
 }
 
 
@@ -165,6 +169,8 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "PostgresSessionRepo",
+    "PostgresSessionStorage",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",

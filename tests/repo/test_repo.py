@@ -1,6 +1,7 @@
 """Tests for sessiontree.repo: JsonlSessionRepo, InMemorySessionRepo, get_entries_to_fork.
 
-Shared behaviour runs on both repos (the ``repo`` fixture); file layout, permissions, the
+Shared behaviour runs on every repo (the ``repo`` fixture: memory, JSONL, PostgreSQL); file
+layout, permissions, the
 listing cache, locking across processes and atomic forks are JSONL-only.
 """
 
@@ -85,11 +86,17 @@ def assert_self_contained(entries: list[SessionTreeEntry]) -> None:
         seen.add(e.id)
 
 
-@pytest.fixture(params=["memory", "jsonl"])
-def repo(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> SessionRepo:
+@pytest.fixture(params=["memory", "jsonl", "postgres"])
+def repo(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[SessionRepo]:
     if request.param == "memory":
-        return InMemorySessionRepo()
-    return JsonlSessionRepo(tmp_path / "sessions", durability="flush")
+        yield InMemorySessionRepo()
+    elif request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        schema = request.getfixturevalue("pg_schema")
+        with st.PostgresSessionRepo(server.dsn, schema=schema, durability="flush") as pg:
+            yield pg
+    else:
+        yield JsonlSessionRepo(tmp_path / "sessions", durability="flush")
 
 
 @pytest.fixture

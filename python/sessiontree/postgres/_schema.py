@@ -1,0 +1,147 @@
+"""The tables, as versioned migrations run under an advisory lock.
+
+Version 1:
+
+- ``<schema>.schema_version(version)``: one row, the version the schema is at.
+- ``<schema>.sessions``: one row a session, its header line's exact bytes and what
+  ``list`` shows (cwd, name, counts, first message, modified), kept current in the same
+  transaction as every append; ``next_seq`` is the sequence number of the next entry.
+- ``<schema>.entries``: one row an entry, its exact JSONL line (no newline) plus the
+  columns needed to find it: session, sequence number (0, 1, ... in file order), entry id
+  and type. The primary key (session, seq) is what makes a writer that lost its lock fail
+  with ``modified_externally`` instead of writing a second branch.
+- ``<schema>.append_rows(...)``: appends a batch of lines and updates the session row, or
+  raises SQLSTATE ``STMOD`` if the session is not at the expected sequence number.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import SessionError
+from ._connect import raise_pg
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "migrate"]
+
+# Each migration takes the schema from version i to i + 1; ``{s}`` is the schema name
+# (checked by ``check_schema``: a plain lowercase identifier).
+_MIGRATIONS: Final[tuple[str, ...]] = (
+    """
+    CREATE TABLE {s}.sessions (
+        id text PRIMARY KEY,
+        header bytea NOT NULL,
+        cwd text NOT NULL,
+        cwd_key text NOT NULL,
+        name text,
+        parent_session text,
+        created timestamptz,
+        modified timestamptz,
+        entry_count integer NOT NULL DEFAULT 0,
+        message_count integer NOT NULL DEFAULT 0,
+        first_message text,
+        size_bytes bigint NOT NULL,
+        next_seq bigint NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_cwd ON {s}.sessions
+        (cwd_key, modified DESC NULLS LAST, created DESC NULLS LAST, (id COLLATE "C") DESC);
+    CREATE INDEX sessions_by_modified ON {s}.sessions
+        (modified DESC NULLS LAST, created DESC NULLS LAST, (id COLLATE "C") DESC);
+    CREATE TABLE {s}.entries (
+        session_id text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+        seq bigint NOT NULL,
+        entry_id text,
+        type text,
+        line bytea NOT NULL
+            CHECK (length(line) > 0 AND position('\\x0a'::bytea IN line) = 0),
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE FUNCTION {s}.append_rows(
+        p_session text, p_seq bigint, p_ids text[], p_types text[], p_lines bytea[],
+        p_name text, p_modified timestamptz, p_entry_count integer,
+        p_message_count integer, p_first_message text, p_size bigint, p_notify text
+    ) RETURNS void LANGUAGE plpgsql AS $fn$
+    BEGIN
+        UPDATE {s}.sessions SET
+            next_seq = p_seq + cardinality(p_lines), name = p_name, modified = p_modified,
+            entry_count = p_entry_count, message_count = p_message_count,
+            first_message = p_first_message, size_bytes = p_size
+        WHERE id = p_session AND next_seq = p_seq;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'session % is not at sequence number % (another writer, or deleted)',
+                p_session, p_seq USING ERRCODE = 'STMOD';
+        END IF;
+        INSERT INTO {s}.entries (session_id, seq, entry_id, type, line)
+        SELECT p_session, p_seq + u.o - 1, u.i, u.t, u.l
+        FROM unnest(p_ids, p_types, p_lines) WITH ORDINALITY AS u (i, t, l, o);
+        IF p_notify IS NOT NULL THEN
+            PERFORM pg_notify(p_notify, p_session);
+        END IF;
+    END
+    $fn$;
+    """,
+)
+
+SCHEMA_VERSION: Final = len(_MIGRATIONS)
+"""The schema version this sessiontree writes (and the newest it reads)."""
+
+# (server identity, schema) pairs migrated by this process: checked once each.
+_DONE: set[tuple[str, str]] = set()
+_DONE_LOCK = threading.Lock()
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Brings ``schema`` to :data:`SCHEMA_VERSION` (creating it), under a transaction-level
+    advisory lock so two workers starting at once run each migration exactly once.
+
+    Raises:
+        SessionError: ``corrupt`` if the schema is at a newer version than this sessiontree
+            knows; ``io`` for a server error (permissions, connection).
+    """
+    psycopg = _psycopg()
+    ident = (f"{conn.info.host}:{conn.info.port}/{conn.info.dbname}", schema)
+    with _DONE_LOCK:
+        if ident in _DONE:
+            return
+    try:
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"sessiontree-migrate:{schema}",),
+            )
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer)")
+            row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
+            version = 0 if row is None or row[0] is None else int(row[0])
+            if version > SCHEMA_VERSION:
+                raise SessionError(
+                    "corrupt",
+                    f"schema {schema!r} is at version {version}, newer than this sessiontree "
+                    f"knows (up to {SCHEMA_VERSION}): upgrade sessiontree",
+                )
+            for step in _MIGRATIONS[version:]:
+                conn.execute(step.format(s=schema))
+            if version < SCHEMA_VERSION:
+                conn.execute(f"DELETE FROM {schema}.schema_version")
+                conn.execute(
+                    f"INSERT INTO {schema}.schema_version VALUES (%s)", (SCHEMA_VERSION,)
+                )
+    except psycopg.Error as exc:
+        raise_pg(f"migrating schema {schema!r}", exc)
+    with _DONE_LOCK:
+        _DONE.add(ident)
+
+
+def forget_migrations() -> None:
+    """Makes the next :func:`migrate` of every schema check the server again."""
+    with _DONE_LOCK:
+        _DONE.clear()
+
+
+def _psycopg() -> Any:
+    from ._connect import psycopg_module
+
+    return psycopg_module()

@@ -1,0 +1,731 @@
+"""``PostgresSessionStorage``: a session in PostgreSQL rows, on the engine."""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from .. import _core
+from ..entries import MessageEntry, SessionHeader, SessionTreeEntry
+from ..errors import SessionError
+from ..messages import AgentMessage
+from ..repo.metadata import metadata_of
+from ..storage.base import Durability
+from ..storage.engine import Limits, _check_durability, _EngineStorage, _limits, _make_header
+from ..types import SessionMetadata
+from ._connect import Source, check_schema, holder_of, lock_key, psycopg_module, raise_pg
+from ._connect import try_lock as _try_lock
+from ._connect import unlock as _unlock
+from ._schema import migrate
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresSessionStorage"]
+
+# Rows fetched per round trip when a session is loaded: each batch arrives as one bytea
+# (the lines joined by newlines on the server), so no Python object is made per row.
+FETCH_ROWS: Final = 65_536
+
+# ``durability="none"``: appends wait in the engine's buffer until ``flush()``/``close()``
+# or until this many bytes are waiting, then go to the server in one transaction.
+NONE_BATCH_BYTES: Final = 64 * 1024
+
+# synchronous_commit per durability mode (see the README's guarantee table): ``fsync``
+# waits for the server's WAL flush; the others return once the commit is in the server's
+# memory, and its WAL writer flushes within three wal_writer_delay (0.6 s by default).
+_SYNCHRONOUS_COMMIT: Final = {"none": "off", "flush": "off", "group": "off", "fsync": "on"}
+
+
+def _channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of a schema's appends (the payload is the session id)."""
+    return f"sessiontree_{schema}"
+
+
+class PostgresSessionStorage(_EngineStorage):
+    """A session stored in PostgreSQL: the header and one row per entry, each row its
+    exact JSONL line, so a session moves between a file and the server byte for byte.
+
+    The engine builds its arena from the rows (fetched in large batches, joined on the
+    server), exactly as it does from a file, so every read behaves as
+    :class:`~sessiontree.JsonlSessionStorage`'s. A writer holds a session-level advisory
+    lock on its own connection until :meth:`close`; every append names the sequence
+    number it expects, so a writer that lost its lock gets ``modified_externally``.
+
+    Use :meth:`create` and :meth:`open`; the target is a conninfo string (``"host=...
+    dbname=..."`` or ``"postgresql://..."``), a ``psycopg.Connection`` (used as it is,
+    never closed here) or a ``psycopg_pool.ConnectionPool`` (a writer opens its own
+    connection with the pool's settings: a lock never travels back into the pool).
+    """
+
+    _source: Source
+    _own_source: bool
+    _conn: psycopg.Connection[Any] | None
+    _conn_owned: bool
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise SessionError(
+            "invalid_argument",
+            "use PostgresSessionStorage.create(conninfo) or "
+            "PostgresSessionStorage.open(conninfo, session_id)",
+        )
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def _new(
+        cls,
+        engine: _core.Engine,
+        *,
+        source: Source,
+        own_source: bool,
+        conn: psycopg.Connection[Any] | None,
+        conn_owned: bool,
+        schema: str,
+        readonly: bool,
+        durability: str,
+        next_seq: int,
+        notify: bool,
+    ) -> PostgresSessionStorage:
+        self = cls.__new__(cls)
+        _EngineStorage.__init__(self, engine)
+        self._source = source
+        self._own_source = own_source
+        self._conn = conn
+        self._conn_owned = conn_owned
+        self._schema = schema
+        self._sid = engine.session_id
+        self._key = lock_key(schema, self._sid)
+        self._readonly = readonly
+        self._may_append = not readonly
+        self._durability = durability
+        self._next_seq = next_seq
+        # Engine entries [0, _saved) are on the server; later ones wait (``none``).
+        self._saved = len(engine)
+        self._saved_bytes = engine.byte_len
+        self._failed: SessionError | None = None
+        self._first_user: MessageEntry | None = None
+        self._first_scanned = 0
+        self._notify = notify
+        self._listener: psycopg.Connection[Any] | None = None
+        self._io_lock = threading.Lock()
+        return self
+
+    @staticmethod
+    def _source_of(target: object) -> tuple[Source, bool]:
+        if isinstance(target, Source):
+            return target, False
+        return Source(target), True
+
+    @classmethod
+    def _writer_connection(
+        cls, source: Source, schema: str, session_id: str, durability: str
+    ) -> tuple[psycopg.Connection[Any], bool]:
+        """A writer's connection, migrated, holding the session's lock; or ``locked``."""
+        psycopg = psycopg_module()
+        conn, owned = source.dedicated()
+        try:
+            migrate(conn, schema)
+            key = lock_key(schema, session_id)
+            try:
+                if owned:
+                    conn.execute(
+                        "SELECT set_config('synchronous_commit', %s, false)",
+                        (_SYNCHRONOUS_COMMIT[durability],),
+                    )
+                won = _try_lock(conn, owned, key)
+                holder = None if won else holder_of(conn, key)
+            except psycopg.Error as exc:
+                raise_pg(f"locking session {session_id!r}", exc)
+            if holder is not None:
+                raise SessionError(
+                    "locked", f"session {session_id!r} is open for writing by {holder}"
+                )
+        except BaseException:
+            if owned:
+                conn.close()
+            raise
+        return conn, owned
+
+    @classmethod
+    def create(
+        cls,
+        target: object,
+        header: SessionHeader | None = None,
+        *,
+        schema: str = "sessiontree",
+        durability: Durability = "group",
+        limits: Limits | None = None,
+        notify: bool = True,
+    ) -> PostgresSessionStorage:
+        """Creates a new session (its header row) and opens it for writing.
+
+        Args:
+            target: a conninfo string, a ``psycopg.Connection`` or a
+                ``psycopg_pool.ConnectionPool``.
+            header: the header to write (a new one by default).
+            schema: the schema holding the tables (created and migrated if needed).
+            durability: ``none``, ``flush``, ``group`` or ``fsync`` (see the README).
+            limits: size limits.
+            notify: send a NOTIFY after each commit, for :meth:`wait_for_entries`.
+
+        Raises:
+            SessionError: ``exists`` if the session id is taken, ``io`` if the server
+                cannot be reached, ``invalid_argument`` for a bad argument.
+        """
+        schema = check_schema(schema)
+        mode = _check_durability(durability)
+        head = _make_header(header)
+        engine = _core.Engine.memory(head, **_limits(limits))
+        source, own = cls._source_of(target)
+        try:
+            conn, owned = cls._writer_connection(source, schema, engine.session_id, mode)
+        except BaseException:
+            if own:
+                source.close()
+            raise
+        self = cls._new(
+            engine,
+            source=source,
+            own_source=own,
+            conn=conn,
+            conn_owned=owned,
+            schema=schema,
+            readonly=False,
+            durability=mode,
+            next_seq=0,
+            notify=notify,
+        )
+        try:
+            self._insert_session_row(engine.header())
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def _insert_session_row(self, header_line: bytes) -> None:
+        psycopg = psycopg_module()
+        meta = self.session_metadata()
+        assert self._conn is not None
+        try:
+            cur = self._conn.execute(
+                f"INSERT INTO {self._schema}.sessions (id, header, cwd, cwd_key, name, "
+                "parent_session, created, modified, entry_count, message_count, "
+                "first_message, size_bytes, next_seq) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (id) DO NOTHING",
+                (
+                    self._sid,
+                    header_line,
+                    meta.cwd,
+                    _cwd_key(meta.cwd),
+                    meta.name,
+                    meta.parent_session,
+                    meta.created,
+                    meta.modified,
+                    meta.entry_count,
+                    meta.message_count,
+                    meta.first_message,
+                    meta.size_bytes,
+                    self._next_seq,
+                ),
+            )
+        except psycopg.Error as exc:
+            raise_pg(f"creating session {self._sid!r}", exc)
+        if cur.rowcount != 1:
+            raise SessionError("exists", f"session {self._sid!r} already exists")
+
+    @classmethod
+    def open(
+        cls,
+        target: object,
+        session_id: str,
+        *,
+        schema: str = "sessiontree",
+        readonly: bool = False,
+        strict: bool = False,
+        durability: Durability = "group",
+        limits: Limits | None = None,
+        notify: bool = True,
+    ) -> PostgresSessionStorage:
+        """Opens a session: as its writer (holding its lock), or ``readonly``.
+
+        Args:
+            target: a conninfo string, a ``psycopg.Connection`` or a
+                ``psycopg_pool.ConnectionPool``.
+            session_id: the session.
+            schema: the schema holding the tables.
+            readonly: take no lock, hold no connection, never write (see :meth:`refresh`).
+            strict: raise ``corrupt`` on a row that is not a valid line instead of
+                skipping and reporting it (``load_report``: line ``n`` is the row of
+                sequence number ``n - 2``; the header is line 1).
+            durability: ``none``, ``flush``, ``group`` or ``fsync`` (writers).
+            limits: size limits.
+            notify: writers send a NOTIFY after each commit.
+
+        Raises:
+            SessionError: ``not_found``, ``locked`` (naming the holder's host and pid),
+                ``corrupt``, ``io``, ...
+        """
+        schema = check_schema(schema)
+        mode = _check_durability(durability)
+        if not isinstance(session_id, str):
+            raise SessionError(
+                "invalid_argument", f"session_id must be a str, not {type(session_id).__name__}"
+            )
+        source, own = cls._source_of(target)
+        conn: psycopg.Connection[Any] | None = None
+        owned = False
+        try:
+            if readonly:
+                with source.borrow() as c:
+                    migrate(c, schema)
+                    next_seq, doc = _fetch_document(c, schema, session_id)
+            else:
+                conn, owned = cls._writer_connection(source, schema, session_id, mode)
+                next_seq, doc = _fetch_document(conn, schema, session_id)
+            engine = _core.Engine.from_bytes(doc, bool(strict), **_limits(limits))
+            if engine.session_id != session_id:
+                raise SessionError(
+                    "corrupt",
+                    f"the header row of session {session_id!r} names session "
+                    f"{engine.session_id!r}",
+                )
+        except BaseException:
+            if conn is not None:
+                _unlock(conn, owned, lock_key(schema, session_id))
+                if owned:
+                    conn.close()
+            if own:
+                source.close()
+            raise
+        return cls._new(
+            engine,
+            source=source,
+            own_source=own,
+            conn=conn,
+            conn_owned=owned,
+            schema=schema,
+            readonly=bool(readonly),
+            durability=mode,
+            next_seq=next_seq,
+            notify=notify,
+        )
+
+    # -- properties ------------------------------------------------------------------
+
+    @property
+    def schema(self) -> str:
+        """The schema holding the session's rows."""
+        return self._schema
+
+    @property
+    def readonly(self) -> bool:
+        """True when opened read-only."""
+        return self._readonly
+
+    @property
+    def durability(self) -> str:
+        """The durability mode of appends."""
+        return self._durability
+
+    @property
+    def next_seq(self) -> int:
+        """The sequence number the next appended entry gets (rows on the server, plus
+        appends still buffered with ``durability="none"``)."""
+        return self._next_seq + (len(self._engine) - self._saved)
+
+    def _check(self) -> None:
+        super()._check()
+        if self._failed is not None:
+            err = SessionError(self._failed.code, self._failed.message)
+            raise err from self._failed.__cause__
+
+    def _refuse_append(self) -> None:
+        self._check()
+        raise SessionError("readonly", f"session {self._sid!r} is open read-only")
+
+    # -- appends ---------------------------------------------------------------------
+
+    def append_entry(self, entry: SessionTreeEntry) -> None:
+        with self._atomic_lock:
+            self._check()
+            super().append_entry(entry)
+            self._persist_after_append()
+
+    def append_message(self, message: AgentMessage) -> MessageEntry:
+        with self._atomic_lock:
+            self._check()
+            out = super().append_message(message)
+            self._persist_after_append()
+            return out
+
+    def set_leaf_id(self, entry_id: str | None) -> None:
+        with self._atomic_lock:
+            self._check()
+            super().set_leaf_id(entry_id)
+            self._persist_after_append()
+
+    def _persist_after_append(self) -> None:
+        if self._durability == "none" and (
+            self._engine.byte_len - self._saved_bytes < NONE_BATCH_BYTES
+        ):
+            return
+        self._persist()
+
+    def _persist(self) -> None:
+        """Sends the entries not yet on the server in one transaction; a failure poisons
+        the handle (the engine holds entries the server does not)."""
+        engine = self._engine
+        n = len(engine)
+        if n == self._saved:
+            return
+        psycopg = psycopg_module()
+        idxs = list(range(self._saved, n))
+        lines = engine.lines(idxs)
+        ids = [engine.id_of(i) for i in idxs]
+        types = [engine.info(i)[0] for i in idxs]
+        meta = self.session_metadata()
+        conn = self._conn
+        assert conn is not None
+        try:
+            with self._io_lock:
+                conn.execute(
+                    f"SELECT {self._schema}.append_rows(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                    "%s, %s, %s)",
+                    (
+                        self._sid,
+                        self._next_seq,
+                        ids,
+                        types,
+                        lines,
+                        meta.name,
+                        meta.modified,
+                        meta.entry_count,
+                        meta.message_count,
+                        meta.first_message,
+                        meta.size_bytes,
+                        _channel(self._schema) if self._notify else None,
+                    ),
+                )
+        except psycopg.Error as exc:
+            err = _poison_error(f"appending to session {self._sid!r}", exc)
+            self._failed = err
+            raise err from exc
+        self._next_seq += len(idxs)
+        self._saved = n
+        self._saved_bytes = engine.byte_len
+
+    def flush(self) -> None:
+        """Sends appends buffered with ``durability="none"`` to the server (one
+        transaction); nothing to do in the other modes."""
+        with self._atomic_lock:
+            self._check()
+            if not self._readonly:
+                self._persist()
+
+    # -- reading what others wrote ---------------------------------------------------
+
+    def refresh(self) -> int:
+        """Reads the entries another writer appended since this storage loaded
+        (read-only storages; a writer is the only one appending and gets 0).
+
+        Returns:
+            the number of new entries.
+
+        Raises:
+            SessionError: ``modified_externally`` if the session was deleted or lost rows.
+        """
+        with self._atomic_lock:
+            self._check()
+            if not self._readonly:
+                return 0
+            psycopg = psycopg_module()
+            try:
+                with self._source.borrow() as conn:
+                    row = conn.execute(
+                        f"SELECT next_seq FROM {self._schema}.sessions WHERE id = %s",
+                        (self._sid,),
+                    ).fetchone()
+                    if row is None or int(row[0]) < self._next_seq:
+                        raise SessionError(
+                            "modified_externally",
+                            f"session {self._sid!r} was deleted or rewritten since it was read",
+                        )
+                    end = int(row[0])
+                    chunks = _fetch_lines(conn, self._schema, self._sid, self._next_seq, end)
+            except psycopg.Error as exc:
+                raise_pg(f"refreshing session {self._sid!r}", exc)
+            before = len(self._engine)
+            for chunk in chunks:
+                for line in chunk.split(b"\n"):
+                    try:
+                        self._engine.append(line)
+                    except SessionError:
+                        pass  # a bad row: skipped, as a load skips it
+            self._next_seq = end
+            self._saved = len(self._engine)
+            self._saved_bytes = self._engine.byte_len
+            return len(self._engine) - before
+
+    def wait_for_entries(self, timeout: float | None = None) -> int:
+        """Waits until another writer appends (LISTEN/NOTIFY), then :meth:`refresh`.
+
+        Returns at once if entries arrived since the last refresh. Writers opened with
+        ``notify=True`` (the default) announce each commit.
+
+        Args:
+            timeout: seconds to wait at most (``None``: no limit).
+
+        Returns:
+            the number of new entries (0 after a timeout).
+        """
+        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+            raise SessionError("invalid_argument", "timeout must be a number >= 0 or None")
+        self._check()
+        if not self._readonly:
+            raise SessionError(
+                "invalid_argument", "wait_for_entries is for read-only storages"
+            )
+        psycopg = psycopg_module()
+        try:
+            if self._listener is None:
+                listener = self._source.connect()
+                listener.execute(f"LISTEN {_channel(self._schema)}")
+                self._listener = listener
+        except psycopg.Error as exc:
+            raise_pg("listening for new entries", exc)
+        got = self.refresh()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        listener = self._listener
+        while got == 0:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return 0
+            try:
+                ready, _, _ = select.select([listener.fileno()], [], [], left)
+                if ready:
+                    for _n in listener.notifies(timeout=0):
+                        pass
+            except psycopg.Error as exc:
+                raise_pg("listening for new entries", exc)
+            got = self.refresh()
+        return got
+
+    def to_jsonl(self) -> bytes:
+        """The session as the JSONL document a file would hold (header row, then every
+        entry row in sequence order, byte for byte; buffered ``none`` appends included)."""
+        self._check()
+        data = self._engine.to_bytes()
+        assert data is not None
+        return data
+
+    # -- listing ---------------------------------------------------------------------
+
+    def get_first_message(self, role: str) -> MessageEntry | None:
+        # The first user message never changes once found, so appends scan only the
+        # entries added since the last look (``list`` keeps it current per append).
+        if role != "user":
+            return super().get_first_message(role)
+        self._check()
+        engine = self._engine
+        if self._first_user is None:
+            n = len(engine)
+            for idx in range(self._first_scanned, n):
+                kind, r, _, _, _ = engine.info(idx)
+                if kind == "message" and r == "user":
+                    entry = self.get_entries_at([idx])[0]
+                    assert isinstance(entry, MessageEntry)
+                    self._first_user = entry
+                    break
+            self._first_scanned = n
+        return self._first_user
+
+    def session_metadata(self) -> SessionMetadata:
+        """What ``list`` shows for this session (``path`` is ``None``; ``size_bytes`` the
+        size of the JSONL document the rows make)."""
+        return metadata_of(self, self._sid, None, self._engine.byte_len)
+
+    # -- closing ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Sends buffered appends, releases the lock and the connection; idempotent.
+
+        Raises:
+            SessionError: ``io`` if buffered appends could not be sent (the lock and the
+                connection are released all the same).
+        """
+        with self._atomic_lock:
+            if self._engine.closed:
+                return
+            try:
+                if not self._readonly and self._failed is None:
+                    self._persist()
+            finally:
+                self._release()
+
+    def _release(self) -> None:
+        self._engine.close()
+        self._may_append = False
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _unlock(conn, self._conn_owned, self._key)
+            if self._conn_owned:
+                conn.close()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        if self._own_source:
+            self._source.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            state = "closed"
+        else:
+            state = f"{len(self)} entries, {'read-only' if self._readonly else self._durability}"
+        return f"<PostgresSessionStorage {self._schema}.{self._sid} {state}>"
+
+
+# The engine stamps message entries itself (id, parent, time) in ``append_message``;
+# the overrides above only add the write to the server around it.
+PostgresSessionStorage._stamp_in_engine = True
+
+
+def _poison_error(what: str, exc: BaseException) -> SessionError:
+    from ._connect import pg_error
+
+    err = pg_error(what, exc)
+    err.__cause__ = exc
+    if err.code == "io":
+        err = SessionError(
+            "io",
+            f"{err.message}. The append may or may not be on the server; this handle is "
+            "unusable, open the session again",
+        )
+        err.__cause__ = exc
+    return err
+
+
+def _cwd_key(cwd: str) -> str:
+    """The ``cwd`` a listing filters on (as ``SessionRepo.list`` compares them)."""
+    import os
+
+    return os.path.normpath(cwd) if cwd else ""
+
+
+def _fetch_lines(
+    conn: psycopg.Connection[Any], schema: str, session_id: str, start: int, end: int
+) -> list[bytes]:
+    """Rows ``start <= seq < end`` as a few byte strings, each many lines joined by
+    newlines on the server (rows hold no newline: a CHECK constraint)."""
+    chunks: list[bytes] = []
+    query = (
+        f"SELECT string_agg(line, '\\x0a'::bytea ORDER BY seq) FROM {schema}.entries "
+        "WHERE session_id = %s AND seq >= %s AND seq < %s"
+    )
+    for a in range(start, end, FETCH_ROWS):
+        row = conn.execute(
+            query, (session_id, a, min(end, a + FETCH_ROWS)), binary=True
+        ).fetchone()
+        if row is not None and row[0] is not None:
+            chunks.append(bytes(row[0]))
+    return chunks
+
+
+def _fetch_document(
+    conn: psycopg.Connection[Any], schema: str, session_id: str
+) -> tuple[int, bytes]:
+    """``(next_seq, the session's JSONL document)``, or ``not_found``."""
+    psycopg = psycopg_module()
+    try:
+        row = conn.execute(
+            f"SELECT header, next_seq FROM {schema}.sessions WHERE id = %s",
+            (session_id,),
+            binary=True,
+        ).fetchone()
+        if row is None:
+            raise SessionError("not_found", f"session {session_id!r} not found")
+        header, next_seq = bytes(row[0]), int(row[1])
+        chunks = _fetch_lines(conn, schema, session_id, 0, next_seq)
+    except psycopg.Error as exc:
+        raise_pg(f"reading session {session_id!r}", exc)
+    parts: Sequence[bytes] = [header, *chunks]
+    return next_seq, b"\n".join(parts) + b"\n"
+
+
+def _publish(
+    source: Source,
+    schema: str,
+    doc: bytes,
+    *,
+    copy_from: str | None = None,
+    copy_seqs: Sequence[int | None] = (),
+    durability: str,
+    limits: Limits | None,
+    notify: bool,
+) -> PostgresSessionStorage:
+    """A new session from a whole JSONL document, written in one transaction and open
+    for writing: every line after the header becomes a row, byte for byte.
+
+    ``copy_seqs[i]``, when given and not ``None``, is the sequence number of a row of
+    session ``copy_from`` holding exactly row ``i``'s bytes: the server copies it
+    (``INSERT ... SELECT``) instead of receiving it again (forks).
+
+    Raises:
+        SessionError: ``exists`` if the header's session id is taken, ``corrupt`` for a
+            bad header, ``io``.
+    """
+    psycopg = psycopg_module()
+    engine = _core.Engine.from_bytes(doc, False, **_limits(limits))
+    rows = doc.split(b"\n")[1:]
+    if rows and rows[-1] == b"":
+        rows.pop()
+    header_line = doc.split(b"\n", 1)[0]
+    ids: list[str | None] = [None] * len(rows)
+    types: list[str | None] = [None] * len(rows)
+    for idx in range(len(engine)):
+        kind, _, _, _, line_no = engine.info(idx)
+        ids[line_no - 2] = engine.id_of(idx)
+        types[line_no - 2] = kind
+    sent: list[bytes | None] = list(rows)
+    seqs: list[int | None] = [None] * len(rows)
+    for i, s in enumerate(copy_seqs):
+        if s is not None:
+            seqs[i] = s
+            sent[i] = None
+    conn, owned = PostgresSessionStorage._writer_connection(
+        source, schema, engine.session_id, durability
+    )
+    self = PostgresSessionStorage._new(
+        engine,
+        source=source,
+        own_source=False,
+        conn=conn,
+        conn_owned=owned,
+        schema=schema,
+        readonly=False,
+        durability=durability,
+        next_seq=len(rows),
+        notify=notify,
+    )
+    try:
+        with conn.transaction():
+            self._insert_session_row(header_line)
+            conn.execute(
+                f"INSERT INTO {schema}.entries (session_id, seq, entry_id, type, line) "
+                "SELECT %s, u.o - 1, u.i, u.t, coalesce(u.l, e.line) "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bytea[]) "
+                "WITH ORDINALITY AS u (s, i, t, l, o) "
+                f"LEFT JOIN {schema}.entries e ON e.session_id = %s AND e.seq = u.s",
+                (engine.session_id, seqs, ids, types, sent, copy_from),
+            )
+    except psycopg.Error as exc:
+        self._release()
+        raise_pg(f"writing session {engine.session_id!r}", exc)
+    except BaseException:
+        self._release()
+        raise
+    return self
