@@ -23,10 +23,12 @@ $(PY):
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
 	$(BIN)/maturin develop --release $(DEV_FEATURES) --extras dev,cli -q
+	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
 	$(BIN)/maturin develop $(DEV_FEATURES) --extras dev,cli -q
+	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: demo
 demo: install ## Install, then build a real session on disk and print its tree and context

@@ -1,8 +1,8 @@
 """Tests for sessiontree.repo: JsonlSessionRepo, InMemorySessionRepo, get_entries_to_fork.
 
 Shared behaviour runs on every repo (the ``repo`` fixture: memory, JSONL, PostgreSQL); file
-layout, permissions, the
-listing cache, locking across processes and atomic forks are JSONL-only.
+layout, permissions, the listing cache, locking across processes and atomic forks are
+JSONL-only (PostgreSQL's own are in tests/postgres/).
 """
 
 from __future__ import annotations
