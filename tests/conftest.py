@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-from postgres.pgserver import PgServer, fresh_schema, pg_server_for_run
 
 import sessiontree as st
+from postgres.pgserver import PgServer, fresh_schema, pg_server_for_run
 from sessiontree import _core
 
 # Deadlines are off everywhere: the machine is shared, and a slow example is not a bug.

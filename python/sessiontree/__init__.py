@@ -87,6 +87,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .postgres import PostgresSessionRepo, PostgresSessionStorage
     from .repo import (
         FORK_POSITIONS,
         ForkPosition,
@@ -97,7 +98,6 @@ if TYPE_CHECKING:
         get_entries_to_fork,
         is_valid_session_id,
     )
-    from .postgres import PostgresSessionRepo, PostgresSessionStorage
 
 __version__ = "0.1.0"
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from postgres.pgserver import PgServer
 
 import sessiontree as st
+from postgres.pgserver import PgServer
 from sessiontree.postgres import SCHEMA_VERSION, PostgresSessionRepo, PostgresSessionStorage
 from sessiontree.postgres._schema import forget_migrations
 
@@ -124,7 +124,10 @@ def test_a_bad_row_is_reported_or_refused(repo: PostgresSessionRepo, pg_server: 
             )
     with repo.open_readonly(sid) as r:
         report = r.storage.load_report  # type: ignore[attr-defined]
-        assert [(i.line, i.kind) for i in report.issues] == [(2, "malformed"), (3, "dangling_parent")]
+        assert [(i.line, i.kind) for i in report.issues] == [
+            (2, "malformed"),
+            (3, "dangling_parent"),
+        ]
         assert [e.message.content for e in r.storage.get_entries()] == ["two"]  # type: ignore[attr-defined]
     with pytest.raises(st.SessionError) as err:
         PostgresSessionStorage.open(pg_server.dsn, sid, schema=repo.schema, strict=True)
@@ -135,9 +138,7 @@ def test_a_bad_row_is_reported_or_refused(repo: PostgresSessionRepo, pg_server: 
     assert [r[0] for r in rows(pg_server, repo.schema, sid)] == [0, 1, 2]
 
 
-def test_fork_copies_rows_inside_the_server(
-    repo: PostgresSessionRepo, pg_server: PgServer
-) -> None:
+def test_fork_copies_rows_inside_the_server(repo: PostgresSessionRepo, pg_server: PgServer) -> None:
     with repo.create(cwd="/w", name="src") as s:
         first = s.append_message(user("one"))
         s.append_message(user("two"))
@@ -278,7 +279,9 @@ def test_sigkilled_writers_lose_nothing_acknowledged(
         assert first == "open"
         stop = time.monotonic() + rng.uniform(0.02, 0.25)
         got: list[str] = []
-        threading.Timer(max(0.0, stop - time.monotonic()), proc.send_signal, (signal.SIGKILL,)).start()
+        threading.Timer(
+            max(0.0, stop - time.monotonic()), proc.send_signal, (signal.SIGKILL,)
+        ).start()
         for line in proc.stdout:
             if line.startswith("ack "):
                 got.append(line.split()[1])
@@ -400,9 +403,7 @@ def test_unreachable_server_and_wrong_credentials(pg_server: PgServer) -> None:
 def test_open_of_an_unknown_session(repo: PostgresSessionRepo) -> None:
     for readonly in (False, True):
         with pytest.raises(st.SessionError) as err:
-            PostgresSessionStorage.open(
-                repo._source, "nope", schema=repo.schema, readonly=readonly
-            )
+            PostgresSessionStorage.open(repo._source, "nope", schema=repo.schema, readonly=readonly)
         assert err.value.code == "not_found"
     # A failed open left no lock behind.
     with repo.create(cwd="/w", session_id="nope"):
@@ -432,7 +433,9 @@ def test_refresh_and_wait_for_entries(repo: PostgresSessionRepo) -> None:
         reader.close()
 
 
-def test_none_durability_buffers_until_flush(repo: PostgresSessionRepo, pg_server: PgServer) -> None:
+def test_none_durability_buffers_until_flush(
+    repo: PostgresSessionRepo, pg_server: PgServer
+) -> None:
     storage = PostgresSessionStorage.create(repo._source, schema=repo.schema, durability="none")
     s = st.Session(storage)
     s.append_message(user("buffered"))

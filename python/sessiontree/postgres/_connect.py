@@ -93,7 +93,7 @@ class Source:
     """
 
     def __init__(self, target: object) -> None:
-        psycopg = psycopg_module()
+        pg = psycopg_module()
         import psycopg_pool
 
         self._conninfo: str | None = None
@@ -102,12 +102,15 @@ class Source:
         self._pool_kwargs: dict[str, Any] = {}
         if isinstance(target, str):
             self._conninfo = target
-        elif isinstance(target, psycopg.Connection):
+        elif isinstance(target, pg.Connection):
             self._conn = target
         elif isinstance(target, psycopg_pool.ConnectionPool):
             self._pool = target
-            self._conninfo = target.conninfo
-            self._pool_kwargs = dict(target.kwargs or {})
+            # psycopg_pool also takes callables giving them (fresh credentials).
+            conninfo = target.conninfo
+            self._conninfo = conninfo() if callable(conninfo) else conninfo
+            kwargs = target.kwargs
+            self._pool_kwargs = dict((kwargs() if callable(kwargs) else kwargs) or {})
         else:
             raise SessionError(
                 "invalid_argument",
@@ -134,15 +137,15 @@ class Source:
 
     def connect(self, *, application_name: str | None = None) -> psycopg.Connection[Any]:
         """A new connection of this source's server (autocommit), or ``io``."""
-        psycopg = psycopg_module()
+        pg = psycopg_module()
         assert self._conninfo is not None
         kwargs = dict(self._pool_kwargs)
         kwargs["autocommit"] = True
         if application_name is not None:
             kwargs["application_name"] = application_name
         try:
-            conn: psycopg.Connection[Any] = psycopg.connect(self._conninfo, **kwargs)
-        except psycopg.Error as exc:
+            conn: psycopg.Connection[Any] = pg.connect(self._conninfo, **kwargs)
+        except pg.Error as exc:
             raise SessionError(
                 "io", f"cannot connect to PostgreSQL ({_redact(self._conninfo)}): {_first(exc)}"
             ) from exc
@@ -162,11 +165,11 @@ class Source:
             yield self._conn
             return
         if self._pool is not None:
-            psycopg = psycopg_module()
+            pg = psycopg_module()
             try:
                 cm = self._pool.connection()
                 conn = cm.__enter__()
-            except psycopg.Error as exc:
+            except pg.Error as exc:
                 raise SessionError("io", f"cannot get a pooled connection: {_first(exc)}") from exc
             except Exception as exc:  # PoolTimeout and friends
                 raise SessionError("io", f"cannot get a pooled connection: {exc}") from exc
@@ -189,9 +192,10 @@ class Source:
             conn.close()
             raise
         with self._lock:
-            if self._spare is None and not conn.closed:
-                self._spare, conn = conn, None  # type: ignore[assignment]
-        if conn is not None:
+            keep = self._spare is None and not conn.closed
+            if keep:
+                self._spare = conn
+        if not keep:
             conn.close()
 
     def close(self) -> None:

@@ -126,9 +126,7 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> None:
                 conn.execute(step.format(s=schema))
             if version < SCHEMA_VERSION:
                 conn.execute(f"DELETE FROM {schema}.schema_version")
-                conn.execute(
-                    f"INSERT INTO {schema}.schema_version VALUES (%s)", (SCHEMA_VERSION,)
-                )
+                conn.execute(f"INSERT INTO {schema}.schema_version VALUES (%s)", (SCHEMA_VERSION,))
     except psycopg.Error as exc:
         raise_pg(f"migrating schema {schema!r}", exc)
     with _DONE_LOCK:

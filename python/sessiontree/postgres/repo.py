@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 from datetime import timezone
 from typing import Any
@@ -169,7 +170,7 @@ class PostgresSessionRepo(SessionRepo):
         read from the sessions table through its indexes."""
         want_cwd = _check_list_args(cwd, limit)
         psycopg = psycopg_module()
-        where, params = "", []
+        where, params = "", list[Any]()
         if want_cwd is not None:
             where = "WHERE cwd_key = %s OR cwd_key = ''"
             params.append(want_cwd)
@@ -217,10 +218,8 @@ class PostgresSessionRepo(SessionRepo):
             raise_pg(f"deleting session {sid!r}", exc)
 
     def _delete_row(self, sid: str) -> None:
-        try:
+        with contextlib.suppress(SessionError):
             self.delete(sid)
-        except SessionError:
-            pass
 
     # -- fork ------------------------------------------------------------------------
 

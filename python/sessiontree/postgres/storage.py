@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import select
 import threading
 import time
@@ -65,6 +66,20 @@ class PostgresSessionStorage(_EngineStorage):
     _own_source: bool
     _conn: psycopg.Connection[Any] | None
     _conn_owned: bool
+    _schema: str
+    _sid: str
+    _key: str
+    _readonly: bool
+    _durability: str
+    _next_seq: int
+    _saved: int
+    _saved_bytes: int
+    _failed: SessionError | None
+    _first_user: MessageEntry | None
+    _first_scanned: int
+    _notify: bool
+    _listener: psycopg.Connection[Any] | None
+    _io_lock: threading.Lock
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise SessionError(
@@ -106,11 +121,11 @@ class PostgresSessionStorage(_EngineStorage):
         # Engine entries [0, _saved) are on the server; later ones wait (``none``).
         self._saved = len(engine)
         self._saved_bytes = engine.byte_len
-        self._failed: SessionError | None = None
-        self._first_user: MessageEntry | None = None
+        self._failed = None
+        self._first_user = None
         self._first_scanned = 0
         self._notify = notify
-        self._listener: psycopg.Connection[Any] | None = None
+        self._listener = None
         self._io_lock = threading.Lock()
         return self
 
@@ -291,8 +306,7 @@ class PostgresSessionStorage(_EngineStorage):
             if engine.session_id != session_id:
                 raise SessionError(
                     "corrupt",
-                    f"the header row of session {session_id!r} names session "
-                    f"{engine.session_id!r}",
+                    f"the header row of session {session_id!r} names session {engine.session_id!r}",
                 )
         except BaseException:
             if conn is not None:
@@ -462,10 +476,9 @@ class PostgresSessionStorage(_EngineStorage):
             before = len(self._engine)
             for chunk in chunks:
                 for line in chunk.split(b"\n"):
-                    try:
+                    # A bad row is skipped, as a load skips it.
+                    with contextlib.suppress(SessionError):
                         self._engine.append(line)
-                    except SessionError:
-                        pass  # a bad row: skipped, as a load skips it
             self._next_seq = end
             self._saved = len(self._engine)
             self._saved_bytes = self._engine.byte_len
@@ -487,9 +500,7 @@ class PostgresSessionStorage(_EngineStorage):
             raise SessionError("invalid_argument", "timeout must be a number >= 0 or None")
         self._check()
         if not self._readonly:
-            raise SessionError(
-                "invalid_argument", "wait_for_entries is for read-only storages"
-            )
+            raise SessionError("invalid_argument", "wait_for_entries is for read-only storages")
         psycopg = psycopg_module()
         try:
             if self._listener is None:
@@ -627,9 +638,7 @@ def _fetch_lines(
         "WHERE session_id = %s AND seq >= %s AND seq < %s"
     )
     for a in range(start, end, FETCH_ROWS):
-        row = conn.execute(
-            query, (session_id, a, min(end, a + FETCH_ROWS)), binary=True
-        ).fetchone()
+        row = conn.execute(query, (session_id, a, min(end, a + FETCH_ROWS)), binary=True).fetchone()
         if row is not None and row[0] is not None:
             chunks.append(bytes(row[0]))
     return chunks
