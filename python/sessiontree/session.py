@@ -311,6 +311,14 @@ class Session:
                 cache = self._context_cache = ContextCache()
             return cache.build(self._storage, options)
 
+    def _context_is_cached(self, options: SessionContextBuildOptions | None) -> bool:
+        # For ``AsyncSession``: whether build_context(options) is a cheap extension of the
+        # cached context (see ``ContextCache.is_current``).
+        cache = self._context_cache
+        return cache is not None and cache.is_current(
+            self._storage, self.merge_context_build_options(options)
+        )
+
     def clear_context_cache(self) -> None:
         """Forgets the cached context (and the memory it holds); the next
         :meth:`build_context` builds it again from the storage."""

@@ -174,6 +174,18 @@ class ContextCache:
             )
         return context
 
+    def is_current(self, storage: SessionStorage, options: SessionContextBuildOptions) -> bool:
+        """True when :meth:`build` with ``options`` would only extend what is cached: no
+        branch read, no entry transforms, so it costs the entries appended since the last
+        build (``AsyncSession`` then builds on the event loop instead of a thread)."""
+        return (
+            not options.entry_transforms
+            and self._key is not None
+            and _options_key(options) == self._key
+            and storage.get_leaf_id() == self._leaf
+            and len(storage) == self._count
+        )
+
     # -- building blocks ---------------------------------------------------------------
 
     def _messages_of(
