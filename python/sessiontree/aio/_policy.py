@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BULK_INLINE_ENTRIES",
+    "DEFER",
     "REPO_CALLS",
     "SESSION_CALLS",
     "Policy",
@@ -39,6 +40,10 @@ and ~1.7 us to build a context from (1,000 entries: ``get_branch`` 1.2 ms, ``get
 1.4 ms, a cold ``build_context`` 1.7 ms), so 300 stay near half a millisecond."""
 
 
+DEFER: Final = object()
+"""What a policy's ``attempt`` returns when the call must run in the thread after all."""
+
+
 class Policy:
     """How one kind of call is run.
 
@@ -46,35 +51,43 @@ class Policy:
         kind: the name of the kind (``local``, ``read``, ``write``, ``bulk``, ``context``,
             ``close``; ``repo_cheap``, ``repo_heavy`` for repositories).
         doc: what the calls of this kind cost, and so where they run.
-        decide: ``(session, args, kwargs) -> True`` to run this call inline, given that
-            the storage's profile (:func:`inline_kinds`) lets this kind run inline at all.
+        decide: ``(session, *call arguments) -> True`` to run this call inline, given
+            that the storage's profile (:func:`inline_kinds`) lets this kind run inline.
+        attempt: instead of ``decide``: ``(session, *call arguments) ->`` the call's
+            result when it could be had cheaply on the loop, else :data:`DEFER` (nothing
+            done).
     """
 
-    __slots__ = ("decide", "doc", "kind")
+    __slots__ = ("attempt", "decide", "doc", "kind")
 
     def __init__(
         self,
         kind: str,
         doc: str,
-        decide: Callable[[Session, tuple[Any, ...], dict[str, Any]], bool] | None = None,
+        decide: Callable[..., bool] | None = None,
+        attempt: Callable[..., Any] | None = None,
     ) -> None:
         self.kind = kind
         self.doc = doc
         self.decide = decide
+        self.attempt = attempt
 
     def __repr__(self) -> str:
         return f"<Policy {self.kind}>"
 
 
-def _small(session: Session, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _small(session: Session, *args: Any, **kwargs: Any) -> bool:
     return len(session.storage) <= BULK_INLINE_ENTRIES
 
 
-def _cached_context(session: Session, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _cached_context(session: Session, options: Any = None) -> Any:
+    # One pass: the check and the build share their reads of the leaf and the count.
+    context = session._build_context_if_cached(options)
+    if context is not None:
+        return context
     if len(session.storage) <= BULK_INLINE_ENTRIES:
-        return True
-    options = kwargs.get("options", args[0] if args else None)
-    return session._context_is_cached(options)
+        return session.build_context(options)
+    return DEFER
 
 
 LOCAL: Final = Policy(
@@ -105,7 +118,7 @@ CONTEXT: Final = Policy(
     "entries; else a first build, a rebuild after a leaf move or "
     "compaction, or entry transforms run in a thread (a cold build: 8 ms at 10k entries, "
     "34 ms at 100k)",
-    _cached_context,
+    attempt=_cached_context,
 )
 CLOSE: Final = Policy(
     "close",

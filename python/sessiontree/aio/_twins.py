@@ -8,11 +8,11 @@ are checked, and errors raised, by the sync method itself, so both APIs fail ali
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._lane import Lane, run_in_thread, wait
-from ._policy import LOCAL, Policy
+from ._lane import run_in_thread, wait
+from ._policy import DEFER, LOCAL, Policy
 
 __all__ = ["install"]
 
@@ -37,30 +37,87 @@ def _dress(
     setattr(twin, TWIN_MARK, sync)
 
 
+def _forwarding(sync: Callable[..., Any]) -> tuple[str, str, dict[str, Any]]:
+    """The parameter list and call arguments that forward a call to ``sync`` as it was
+    made (its own defaults bound by name), so a twin needs no ``*args`` / ``**kwargs``
+    (packing them costs a third of a cheap call)."""
+    params: list[str] = []
+    call: list[str] = []
+    defaults: dict[str, Any] = {}
+    star = False
+    for p in list(inspect.signature(sync).parameters.values())[1:]:  # not self
+        text = p.name
+        if p.kind is p.VAR_POSITIONAL:
+            params.append("*" + text)
+            call.append("*" + text)
+            star = True
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            params.append("**" + text)
+            call.append("**" + text)
+            continue
+        if p.kind is p.KEYWORD_ONLY and not star:
+            params.append("*")
+            star = True
+        if p.default is not p.empty:
+            defaults[f"_default_{p.name}"] = p.default
+            text += f"=_default_{p.name}"
+        params.append(text)
+        call.append(f"{p.name}={p.name}" if p.kind is p.KEYWORD_ONLY else p.name)
+    return ", ".join(["self", *params]), ", ".join(call), defaults
+
+
+# The body of every non-local twin: inline while the session's lane is idle and the
+# policy allows it, else queued in the lane and awaited. ``{check}`` is the policy's.
+_TWIN = """
+async def {name}({params}):
+    session = self._session
+    lane = self._lane
+    if not lane._pending and kind in self._kinds{check}:
+        {inline}
+    return await wait(lane.submit(session.{name}{comma}{call}))
+"""
+_LOCAL = """
+async def {name}({params}):
+    return self._session.{name}({call})
+"""
+
+
 def session_twin(owner: type, name: str, policy: Policy, sync: Callable[..., Any]) -> Any:
-    """The coroutine twin of ``Session.<name>`` on ``owner`` (an ``AsyncSession``)."""
-    kind = policy.kind
-    decide = policy.decide
-
-    twin: Callable[..., Coroutine[Any, Any, Any]]
+    """The coroutine twin of ``Session.<name>`` on ``owner`` (an ``AsyncSession``),
+    compiled with the sync method's own parameters."""
+    params, call, defaults = _forwarding(sync)
     if policy is LOCAL:
-
-        async def twin(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-            return getattr(self._session, name)(*args, **kwargs)
-
+        source = _LOCAL.format(name=name, params=params, call=call)
     else:
-
-        async def twin(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-            session = self._session
-            lane: Lane = self._lane
-            if (
-                lane.idle
-                and kind in self._kinds
-                and (decide is None or decide(session, args, kwargs))
-            ):
-                return getattr(session, name)(*args, **kwargs)
-            return await wait(lane.submit(getattr(session, name), *args, **kwargs))
-
+        if policy.attempt is not None:
+            check = ""
+            inline = (
+                f"result = attempt(session{', ' if call else ''}{call})\n"
+                "        if result is not DEFER:\n"
+                "            return result"
+            )
+        else:
+            check = "" if policy.decide is None else f" and decide(session, {call})"
+            inline = f"return session.{name}({call})"
+        source = _TWIN.format(
+            name=name,
+            params=params,
+            call=call,
+            comma=", " if call else "",
+            check=check,
+            inline=inline,
+        )
+    namespace: dict[str, Any] = {
+        "kind": policy.kind,
+        "decide": policy.decide,
+        "attempt": policy.attempt,
+        "DEFER": DEFER,
+        "wait": wait,
+        **defaults,
+    }
+    exec(compile(source, f"<sessiontree.aio twin {name}>", "exec"), namespace)
+    twin = namespace[name]
     _dress(twin, owner, name, sync, None)
     return twin
 

@@ -143,12 +143,24 @@ class ContextCache:
         elif isinstance(entry, ActiveToolsChangeEntry):
             self._tools = tuple(entry.active_tool_names)
 
-    def build(self, storage: SessionStorage, options: SessionContextBuildOptions) -> SessionContext:
-        """The context at the storage's current leaf with ``options``."""
+    def build(
+        self, storage: SessionStorage, options: SessionContextBuildOptions, *, cheap: bool = False
+    ) -> SessionContext | None:
+        """The context at the storage's current leaf with ``options``.
+
+        With ``cheap=True``, only if that extends what is cached (no branch read, no
+        entry transforms, so it costs the entries appended since the last build); else
+        ``None``, with nothing done (``AsyncSession`` then builds in a thread instead).
+        """
         leaf = storage.get_leaf_id()
         count = len(storage)
-        key = _options_key(options)
+        # Options are frozen: the same object has the same key (and is the common case).
+        key = self._key if options is self._options else _options_key(options)
         remake = key != self._key
+        if cheap and (
+            remake or leaf != self._leaf or count != self._count or options.entry_transforms
+        ):
+            return None
         if remake:
             self._key = key
             self._options = options
@@ -173,18 +185,6 @@ class ContextCache:
                 messages, self._thinking_level, self._model, self._tools
             )
         return context
-
-    def is_current(self, storage: SessionStorage, options: SessionContextBuildOptions) -> bool:
-        """True when :meth:`build` with ``options`` would only extend what is cached: no
-        branch read, no entry transforms, so it costs the entries appended since the last
-        build (``AsyncSession`` then builds on the event loop instead of a thread)."""
-        return (
-            not options.entry_transforms
-            and self._key is not None
-            and _options_key(options) == self._key
-            and storage.get_leaf_id() == self._leaf
-            and len(storage) == self._count
-        )
 
     # -- building blocks ---------------------------------------------------------------
 

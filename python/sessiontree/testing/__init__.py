@@ -1,7 +1,8 @@
 """A conformance kit for your own ``SessionStorage`` or ``SessionRepo``.
 
-One call runs every contract of API.md and FORMAT.md that a storage (or a repository)
-must keep, and says in plain words which broke, why, and with which call::
+One call runs every contract of the API and the file format (docs/format.md) that a
+storage (or a repository) must keep, and says in plain words which broke, why, and with
+which call::
 
     from sessiontree.testing import check_storage
     check_storage(lambda header: MyStorage.create(header), lambda s: MyStorage.load(s.id))

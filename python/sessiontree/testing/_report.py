@@ -17,7 +17,8 @@ class ContractResult:
 
     Attributes:
         contract: the contract's name (``"duplicate_id"``, ``"compaction_cuts"``, ...).
-        summary: what the contract says, with where API.md or FORMAT.md says it.
+        summary: what the contract says, and which part of the API or the file format
+            (docs/format.md) says it.
         outcome: ``"passed"``, ``"failed"`` or ``"skipped"``.
         reason: for a failure, what went wrong (expected vs. got); for a skip, why.
         call: for a failure, the last call made on the storage or repository under test

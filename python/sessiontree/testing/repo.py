@@ -204,7 +204,7 @@ def _open(h: RepoHarness) -> None:
 @_contract(
     "single_writer",
     "while a session is open, a second open() and delete() raise locked; once it is "
-    "closed both work (API.md Errors: locked)",
+    "closed both work (API: Errors: locked)",
 )
 def _single_writer(h: RepoHarness) -> None:
     s = h.create(session_id="kit-lock")
@@ -219,7 +219,7 @@ def _single_writer(h: RepoHarness) -> None:
 @_contract(
     "list",
     "list() gives every session's metadata, newest modified first, filtered by cwd and "
-    "cut by limit; a negative limit is invalid_argument (API.md Repositories)",
+    "cut by limit; a negative limit is invalid_argument (API: Repositories)",
 )
 def _list(h: RepoHarness) -> None:
     old = h.create(session_id="kit-old", cwd="/conformance/a", name="old one")
@@ -317,7 +317,7 @@ def _fork_full(h: RepoHarness) -> None:
     "fork_branch",
     "fork at/before an entry copies that branch (the first copied entry a root, the leaf "
     "the last); before a non-user message is invalid_fork_target; unknown entry or "
-    "session not_found; a bad position invalid_argument (API.md Repositories)",
+    "session not_found; a bad position invalid_argument (API: Repositories)",
 )
 def _fork_branch(h: RepoHarness) -> None:
     src = h.create(session_id="kit-branch")
@@ -384,7 +384,7 @@ def check_repo(
     only: Iterable[str | Contract[RepoHarness]] | None = None,
     raise_on_failure: bool = True,
 ) -> ConformanceReport:
-    """Runs every repository contract of API.md on your ``SessionRepo``.
+    """Runs every repository contract of the API on your ``SessionRepo``.
 
     Each contract gets a new, empty repository from ``new``; the sessions it opened are
     closed after.

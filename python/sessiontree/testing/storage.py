@@ -257,7 +257,7 @@ def _same_entries(got: list[SessionTreeEntry], want: list[SessionTreeEntry], wha
 # --------------------------------------------------------------------------- contracts
 
 
-@_contract("header", "get_metadata() returns the header the storage was made with (API.md)")
+@_contract("header", "get_metadata() returns the header the storage was made with (API)")
 def _header(h: StorageHarness) -> None:
     header = h.header()
     s = h.new(header)
@@ -279,7 +279,7 @@ def _empty(h: StorageHarness) -> None:
     expect_equal(s.get_session_stats(), SessionStats(), "get_session_stats()")
 
 
-@_contract("entry_ids", "create_entry_id() gives 8 lowercase hex digits, unused (FORMAT.md)")
+@_contract("entry_ids", "create_entry_id() gives 8 lowercase hex digits, unused (file format)")
 def _entry_ids(h: StorageHarness) -> None:
     s = h.new()
     used = {h.user(s, "x").id}
@@ -294,7 +294,7 @@ def _entry_ids(h: StorageHarness) -> None:
 @_contract(
     "append_and_read",
     "every entry type comes back from get_entry equal to what was appended; the leaf "
-    "follows each append; get_entries() is file order (API.md Entries, Storages)",
+    "follows each append; get_entries() is file order (API: Entries, Storages)",
 )
 def _append_and_read(h: StorageHarness) -> None:
     s = h.new()
@@ -331,7 +331,7 @@ def _append_message(h: StorageHarness) -> None:
 
 @_contract(
     "duplicate_id",
-    "appending an entry whose id is used raises duplicate_id and writes nothing (API.md)",
+    "appending an entry whose id is used raises duplicate_id and writes nothing (API)",
 )
 def _duplicate_id(h: StorageHarness) -> None:
     s = h.new()
@@ -348,7 +348,7 @@ def _duplicate_id(h: StorageHarness) -> None:
 @_contract(
     "unknown_parent",
     "appending an entry whose parent_id is not in the session raises not_found and writes "
-    "nothing (API.md)",
+    "nothing (API)",
 )
 def _unknown_parent(h: StorageHarness) -> None:
     s = h.new()
@@ -363,7 +363,7 @@ def _unknown_parent(h: StorageHarness) -> None:
 @_contract(
     "leaf_moves",
     "set_leaf_id appends a leaf entry (parent: the old leaf, target: the new one); None "
-    "moves before the first entry; an unknown id is not_found (FORMAT.md The leaf)",
+    "moves before the first entry; an unknown id is not_found (file format: The leaf)",
 )
 def _leaf_moves(h: StorageHarness) -> None:
     s = h.new()
@@ -392,7 +392,7 @@ def _leaf_moves(h: StorageHarness) -> None:
 @_contract(
     "unknown_ids",
     "get_entry(unknown) is None; every other method given an unknown id raises not_found "
-    "(API.md Errors)",
+    "(API: Errors)",
 )
 def _unknown_ids(h: StorageHarness) -> None:
     s = h.new()
@@ -408,7 +408,7 @@ def _unknown_ids(h: StorageHarness) -> None:
 @_contract(
     "paths",
     "get_path_to_root runs root first along parent_id; get_children is file order "
-    "(FORMAT.md Paths)",
+    "(file format: Paths)",
 )
 def _paths(h: StorageHarness) -> None:
     s = h.new()
@@ -434,7 +434,7 @@ def _paths(h: StorageHarness) -> None:
     "compaction_cuts",
     "get_path_to_root_or_compaction cuts at the nearest compaction: from its "
     "first_kept_entry_id when that is an ancestor, else from the compaction; from the "
-    "compaction when it has a retained tail (FORMAT.md Paths)",
+    "compaction when it has a retained tail (file format: Paths)",
 )
 def _compaction_cuts(h: StorageHarness) -> None:
     s = h.new()
@@ -480,7 +480,7 @@ def _compaction_cuts(h: StorageHarness) -> None:
 @_contract(
     "labels",
     "labels are file-wide: the last label entry for a target wins, a null label clears it "
-    "(FORMAT.md Paths)",
+    "(file format: Paths)",
 )
 def _labels(h: StorageHarness) -> None:
     s = h.new()
@@ -518,7 +518,7 @@ def _session_name(h: StorageHarness) -> None:
 @_contract(
     "find_and_filter",
     "find_entries(type) and get_entries(type, since=, limit=, reverse=) select in file "
-    "order; a negative limit is invalid_argument (API.md Storages)",
+    "order; a negative limit is invalid_argument (API: Storages)",
 )
 def _find_and_filter(h: StorageHarness) -> None:
     s = h.new()
@@ -552,7 +552,7 @@ def _find_and_filter(h: StorageHarness) -> None:
 @_contract(
     "stats",
     "get_session_stats counts every branch: message entries by role, and usage of "
-    "assistant messages, compactions and branch summaries (API.md Stats)",
+    "assistant messages, compactions and branch summaries (API: Stats)",
 )
 def _stats(h: StorageHarness) -> None:
     s = h.new()
@@ -600,7 +600,7 @@ def _stats(h: StorageHarness) -> None:
 @_contract(
     "context",
     "Session.build_context over the storage: the latest compaction's summary, the kept "
-    "entries, then the rest; thinking level, model and tools from the whole path (API.md)",
+    "entries, then the rest; thinking level, model and tools from the whole path (API)",
 )
 def _context(h: StorageHarness) -> None:
     s = h.new()
@@ -637,7 +637,7 @@ def _context(h: StorageHarness) -> None:
 @_contract(
     "reopen",
     "closed and opened again, the storage holds the same header, entries, leaf (also "
-    "moved back, or before the first entry), labels, name and stats (FORMAT.md The leaf)",
+    "moved back, or before the first entry), labels, name and stats (file format: The leaf)",
 )
 def _reopen(h: StorageHarness) -> None:
     header = h.header()
@@ -664,7 +664,7 @@ def _reopen(h: StorageHarness) -> None:
 @_contract(
     "close",
     "close() is idempotent; any call after it raises closed; the storage is a context "
-    "manager that closes it (API.md Errors)",
+    "manager that closes it (API: Errors)",
 )
 def _close(h: StorageHarness) -> None:
     s = h.new()
@@ -748,7 +748,7 @@ def _fast_paths(h: StorageHarness) -> None:
 @_contract(
     "session_api",
     "every Session method works over the storage: appends of each kind, labels, names, "
-    "leaf moves with a branch summary, the tree (API.md Session)",
+    "leaf moves with a branch summary, the tree (API: Session)",
 )
 def _session_api(h: StorageHarness) -> None:
     s = h.new()
@@ -795,7 +795,7 @@ def check_storage(
     only: Iterable[str | Contract[StorageHarness]] | None = None,
     raise_on_failure: bool = True,
 ) -> ConformanceReport:
-    """Runs every storage contract of API.md and FORMAT.md on your ``SessionStorage``.
+    """Runs every storage contract of the API and the file format on your ``SessionStorage``.
 
     Each contract gets fresh storages from ``new``; everything it made is closed after.
 
