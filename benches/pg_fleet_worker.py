@@ -25,7 +25,10 @@ def main() -> int:
         for sid in sids:
             try:
                 storage = st.PostgresSessionStorage.open(
-                    dsn, sid, schema=schema, durability=durability  # type: ignore[arg-type]
+                    dsn,
+                    sid,
+                    schema=schema,
+                    durability=durability,  # type: ignore[arg-type]
                 )
             except st.SessionError as exc:
                 if exc.code != "locked":

@@ -137,9 +137,16 @@ class PostgresSessionStorage(_EngineStorage):
 
     @classmethod
     def _writer_connection(
-        cls, source: Source, schema: str, session_id: str, durability: str
+        cls,
+        source: Source,
+        schema: str,
+        session_id: str,
+        durability: str,
+        *,
+        creating: bool = False,
     ) -> tuple[psycopg.Connection[Any], bool]:
-        """A writer's connection, migrated, holding the session's lock; or ``locked``."""
+        """A writer's connection, migrated, holding the session's lock; or ``locked``
+        (``exists`` when ``creating``: a session someone holds is there already)."""
         psycopg = psycopg_module()
         conn, owned = source.dedicated()
         try:
@@ -155,6 +162,10 @@ class PostgresSessionStorage(_EngineStorage):
                 holder = None if won else holder_of(conn, key)
             except psycopg.Error as exc:
                 raise_pg(f"locking session {session_id!r}", exc)
+            if holder is not None and creating:
+                raise SessionError(
+                    "exists", f"session {session_id!r} already exists (open by {holder})"
+                )
             if holder is not None:
                 raise SessionError(
                     "locked", f"session {session_id!r} is open for writing by {holder}"
@@ -197,7 +208,9 @@ class PostgresSessionStorage(_EngineStorage):
         engine = _core.Engine.memory(head, **_limits(limits))
         source, own = cls._source_of(target)
         try:
-            conn, owned = cls._writer_connection(source, schema, engine.session_id, mode)
+            conn, owned = cls._writer_connection(
+                source, schema, engine.session_id, mode, creating=True
+            )
         except BaseException:
             if own:
                 source.close()
@@ -706,7 +719,7 @@ def _publish(
             seqs[i] = s
             sent[i] = None
     conn, owned = PostgresSessionStorage._writer_connection(
-        source, schema, engine.session_id, durability
+        source, schema, engine.session_id, durability, creating=True
     )
     self = PostgresSessionStorage._new(
         engine,
