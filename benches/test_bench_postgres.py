@@ -25,7 +25,7 @@ import sessiontree as st
 from conftest import Bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from postgres.pgserver import PgServer, fresh_schema, pg_server_for_run  # noqa: E402
+from postgres.pgserver import PgServer, fresh_schema, pg_server_for_run
 
 WORKER = Path(__file__).with_name("pg_fleet_worker.py")
 FLEET = os.environ.get("SESSIONTREE_PG_FLEET", "2x8x3")
