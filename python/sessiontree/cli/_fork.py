@@ -8,7 +8,9 @@ import os
 
 from .. import ForkPosition, JsonlSessionRepo, SessionError, is_valid_session_id
 from ._output import open_output
-from ._target import SUFFIX, Options, resolve
+from ._postgres import fork as pg_fork
+from ._postgres import is_postgres
+from ._target import SUFFIX, Options, repo_dir, resolve
 
 SCHEMA = "fork"
 
@@ -23,6 +25,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, opts: Options) -> int:
+    root = repo_dir(opts)
+    if is_postgres(root) and not os.path.lexists(os.path.expanduser(args.session)):
+        assert root is not None
+        entry_id = args.at or args.before
+        doc = pg_fork(root, args.session, entry_id, "at" if args.at else "before")
+        with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
+            if args.json:
+                out.json(doc)
+            else:
+                new = doc["session"]
+                out.line(
+                    f"forked {args.session} into {out.paint(new['id'], 'bold')} "  # type: ignore[index]
+                    f"({new['entry_count']:,} entries) in the PostgreSQL repository"  # type: ignore[index]
+                )
+        return 0
     path = resolve(opts, args.session)
     directory, name = os.path.split(path)
     sid = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else ""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from .. import JsonlSessionRepo, SessionHeader, is_valid_session_id
 from ._check import dialect_of
 from ._copy import header_copy, write_session
 from ._output import open_output
+from ._postgres import display, import_files, is_postgres
 from ._target import Options, UsageError, open_readonly, repo_dir, require_dir
 
 SCHEMA = "import"
@@ -34,8 +36,12 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if args.new_id is not None and len(args.files) != 1:
         raise UsageError("--id goes with one FILE")
     require_dir(root)
+    if is_postgres(root):
+        if args.new_id is not None:
+            raise UsageError("--id is for directories: PostgreSQL keeps the file's own id")
+        return _report(args, opts, display(root), import_files(root, args.files))
     repo = JsonlSessionRepo(root)
-    done = []
+    done: list[dict[str, Any]] = []
     for name in args.files:
         path = os.path.abspath(os.path.expanduser(name))
         source = open_readonly(opts, path, color=not args.json and opts.color != "never")
@@ -64,6 +70,12 @@ def run(args: argparse.Namespace, opts: Options) -> int:
                     "skipped_lines": len(source.load_report.issues),
                 }
             )
+    return _report(args, opts, root, done)
+
+
+def _report(
+    args: argparse.Namespace, opts: Options, root: str, done: list[dict[str, Any]]
+) -> int:
     with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
         if args.json:
             out.json({"repo": root, "imported": done})

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from .. import JsonlSessionRepo, SessionError, SessionMetadata
 from ._output import Output, cell_width, fit, one_line, open_output
+from ._postgres import display, is_postgres, open_repo
 from ._target import Options, UsageError, repo_dir, require_dir
 
 SCHEMA = "ls"
@@ -94,10 +95,15 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if args.limit is not None and args.limit < 0:
         raise SessionError("invalid_argument", f"--limit must not be negative (got {args.limit})")
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
-    rows = collect(root, cwd=cwd, limit=args.limit, recursive=args.recursive)
+    if is_postgres(root):
+        with open_repo(root) as pg:
+            rows = pg.list(cwd=cwd, limit=args.limit)
+    else:
+        rows = collect(root, cwd=cwd, limit=args.limit, recursive=args.recursive)
     if args.json:
         with open_output(color_mode="never", pager=False) as out:
-            out.json({"repo": root, "sessions": [row_json(m) for m in rows]})
+            shown = display(root) if is_postgres(root) else root
+            out.json({"repo": shown, "sessions": [row_json(m) for m in rows]})
         return 0
     with open_output(color_mode=opts.color, pager=opts.pager) as out:
         table(out, rows)

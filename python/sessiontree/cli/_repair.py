@@ -18,6 +18,7 @@ from .. import SessionError
 from ._check import check_file
 from ._copy import header_copy, write_session
 from ._output import open_output, safe_text
+from ._postgres import is_copy
 from ._target import Options, open_readonly, open_writer, resolve
 
 SCHEMA = "repair"
@@ -60,6 +61,12 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if args.output and args.in_place:
         raise SessionError("invalid_argument", "--output and --in-place exclude each other")
     path = resolve(opts, args.session)
+    if is_copy(path) and (args.in_place or (args.clean and not args.output)):
+        raise SessionError(
+            "invalid_argument",
+            "a PostgreSQL session's rows are never rewritten: --clean writes its copy only "
+            "with --output FILE",
+        )
     color = not args.json and opts.color != "never"
     before = check_file(opts, path, strict=False, color=color)
     doc: dict[str, Any] = {

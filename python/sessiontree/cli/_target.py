@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .. import JsonlSessionStorage, SessionError
+from ._postgres import is_postgres
 from ._progress import want_progress, with_progress
 
 SUFFIX: Final = ".jsonl"
@@ -36,14 +37,19 @@ class Options:
 
 
 def repo_dir(opts: Options, explicit: str | None = None) -> str | None:
-    """The repository directory: ``explicit``, else ``--repo``, else ``$SESSIONTREE_REPO``."""
+    """The repository directory: ``explicit``, else ``--repo``, else ``$SESSIONTREE_REPO``
+    (a ``postgresql://`` URI is kept as it is: see ``_postgres``)."""
     for value in (explicit, opts.repo, os.environ.get(ENV_REPO)):
         if value:
+            if is_postgres(value):
+                return value
             return os.path.abspath(os.path.expanduser(value))
     return None
 
 
 def require_dir(path: str) -> str:
+    if is_postgres(path):
+        return path
     if not os.path.exists(path):
         raise SessionError("not_found", f"{path}: no such directory")
     if not os.path.isdir(path):
@@ -109,6 +115,10 @@ def resolve(opts: Options, session: str | None) -> str:
                 f"or ${ENV_REPO}"
             )
         raise SessionError("not_found", f"{session}: no such file (and no --repo to look in)")
+    if is_postgres(root):
+        from . import _postgres
+
+        return _postgres.resolve(root, session)
     require_dir(root)
     if session is None:
         return _newest(root)
@@ -159,6 +169,14 @@ def open_readonly(
 
 def open_writer(opts: Options, path: str, *, color: bool = False) -> JsonlSessionStorage:
     """Opens ``path`` as its writer (takes the lock; cuts a torn tail into its side file)."""
+    from ._postgres import is_copy
+
+    if is_copy(path):
+        raise SessionError(
+            "invalid_argument",
+            "repair works on session files; a PostgreSQL session's rows are never rewritten "
+            "(`sessiontree check` reads them)",
+        )
 
     def load() -> JsonlSessionStorage:
         return JsonlSessionStorage.open(path, durability="fsync")

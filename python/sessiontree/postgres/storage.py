@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["PostgresSessionStorage"]
 
 # Rows fetched per round trip when a session is loaded: each batch arrives as one bytea
-# (the lines joined by newlines on the server), so no Python object is made per row.
-FETCH_ROWS: Final = 65_536
+# (the lines joined by newlines on the server), so no Python object is made per row. The
+# aggregate sorts its batch by seq; FETCH_WORK_MEM keeps that sort in memory for batches
+# of lines up to ~8 KiB on average (larger ones spill to disk, still correct).
+FETCH_ROWS: Final = 8192
+FETCH_WORK_MEM: Final = "64MB"
 
 # ``durability="none"``: appends wait in the engine's buffer until ``flush()``/``close()``
 # or until this many bytes are waiting, then go to the server in one transaction.
