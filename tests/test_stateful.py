@@ -1,9 +1,10 @@
-"""A hypothesis state machine: random session operations against both storages and a model.
+"""A hypothesis state machine: random session operations against every storage and a model.
 
-Every rule is applied to a ``Session`` over ``InMemorySessionStorage`` and one over
-``JsonlSessionStorage`` (closed and reopened at random points), and to a small pure-Python
-model of FORMAT.md and API.md. After each step the leaf, branch, context, labels, name,
-stats and length of both sessions must match the model.
+Every rule is applied to a ``Session`` over ``InMemorySessionStorage``, one over
+``JsonlSessionStorage`` and, when ``SESSIONTREE_PG_DSN`` names a server (CI sets it), one
+over ``PostgresSessionStorage`` (the file and the rows closed and reopened at random
+points), and to a small pure-Python model of FORMAT.md and API.md. After each step the
+leaf, branch, context, labels, name, stats and length of every session must match the model.
 
 Both storages draw entry ids from identical counters (``create_entry_id`` is overridden, as
 a user may), so the two sessions and the model share ids. Timestamps are not controlled:
@@ -47,6 +48,14 @@ class CountingMemory(_Counting, st.InMemorySessionStorage):
 
 class CountingJsonl(_Counting, st.JsonlSessionStorage):
     pass
+
+
+class CountingPostgres(_Counting, st.PostgresSessionStorage):
+    pass
+
+
+PG_DSN = os.environ.get("SESSIONTREE_PG_DSN")
+PG_SCHEMA = "sessiontree_stateful"
 
 
 DERIVED = {"compaction_summary", "branch_summary", "custom"}
@@ -224,6 +233,7 @@ class SessionMachine(RuleBasedStateMachine):
         self.model = Model()
         self.mem_ids = itertools.count(1)
         self.file_ids = itertools.count(1)
+        self.pg_ids = itertools.count(1)
         self.sessions: list[st.Session] = []
 
     @initialize(durability=hs.sampled_from(["none", "flush", "group"]))
@@ -234,16 +244,29 @@ class SessionMachine(RuleBasedStateMachine):
         jsonl = CountingJsonl.create(self.path, header, durability=durability)  # type: ignore[arg-type]
         jsonl.ids = self.file_ids
         self.sessions = [st.Session(mem), st.Session(jsonl)]
+        self.sid = header.id
+        if PG_DSN:
+            pg = CountingPostgres.create(
+                PG_DSN,
+                header,
+                schema=PG_SCHEMA,
+                durability=durability,  # type: ignore[arg-type]
+            )
+            pg.ids = self.pg_ids
+            self.sessions.append(st.Session(pg))
 
     def teardown(self) -> None:
         for s in self.sessions:
             s.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if PG_DSN and self.sessions:
+            with st.PostgresSessionRepo(PG_DSN, schema=PG_SCHEMA) as repo:
+                repo.delete(self.sid)  # every session was closed above
 
     def each(self, fn: Any) -> str | None:
-        """Applies ``fn`` to both sessions; they must return the same id."""
+        """Applies ``fn`` to every session; they must return the same id."""
         results = [fn(s) for s in self.sessions]
-        assert results[0] == results[1]
+        assert all(r == results[0] for r in results)
         return results[0]
 
     def pick(self, i: int) -> str:
@@ -379,11 +402,16 @@ class SessionMachine(RuleBasedStateMachine):
 
     @rule(durability=hs.sampled_from(["none", "flush", "group"]), check_readonly=hs.booleans())
     def reopen(self, durability: str, check_readonly: bool) -> None:
-        mem, jsonl = (s.storage for s in self.sessions)
+        mem, jsonl, *pg = (s.storage for s in self.sessions)
         assert isinstance(mem, CountingMemory) and isinstance(jsonl, CountingJsonl)
         data = mem.to_jsonl()
         mem.close()
         jsonl.close()
+        pg_doc = b""
+        for p in pg:
+            assert isinstance(p, CountingPostgres)
+            pg_doc = p.to_jsonl()
+            p.close()
         on_disk = pathlib.Path(self.path).read_bytes()
         new_mem = CountingMemory.from_jsonl(data)
         new_mem.ids = self.mem_ids
@@ -395,6 +423,24 @@ class SessionMachine(RuleBasedStateMachine):
         assert new_file.load_report.ok and new_mem.load_report.ok
         self.sessions = [st.Session(new_mem), st.Session(new_file)]
         assert pathlib.Path(self.path).read_bytes() == on_disk
+        if pg:
+            assert PG_DSN is not None
+            if check_readonly:
+                with st.PostgresSessionStorage.open(
+                    PG_DSN, self.sid, schema=PG_SCHEMA, readonly=True, strict=True
+                ) as ro:
+                    self.check(st.Session(ro))
+            new_pg = CountingPostgres.open(
+                PG_DSN,
+                self.sid,
+                schema=PG_SCHEMA,
+                durability=durability,  # type: ignore[arg-type]
+            )
+            new_pg.ids = self.pg_ids
+            self.sessions.append(st.Session(new_pg))
+            assert new_pg.load_report.ok
+            # The rows give back the document the writer had, byte for byte.
+            assert new_pg.to_jsonl() == pg_doc
 
     # -- the check -----------------------------------------------------------------
 

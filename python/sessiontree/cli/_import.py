@@ -73,9 +73,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     return _report(args, opts, root, done)
 
 
-def _report(
-    args: argparse.Namespace, opts: Options, root: str, done: list[dict[str, Any]]
-) -> int:
+def _report(args: argparse.Namespace, opts: Options, root: str, done: list[dict[str, Any]]) -> int:
     with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
         if args.json:
             out.json({"repo": root, "imported": done})

@@ -115,9 +115,7 @@ def import_files(target: str, files: list[str]) -> list[dict[str, object]]:
     return done
 
 
-def fork(
-    target: str, session: str, entry_id: str | None, position: str
-) -> dict[str, object]:
+def fork(target: str, session: str, entry_id: str | None, position: str) -> dict[str, object]:
     """Forks inside the server; returns what ``fork --json`` shows."""
     with open_repo(target) as repo:
         sid = session_id_of(repo, session)
