@@ -10,9 +10,9 @@ import sys
 
 import psycopg
 import pytest
-from postgres.pgserver import PgServer
 
 import sessiontree as st
+from postgres.pgserver import PgServer
 
 
 def uri(server: PgServer) -> str:
