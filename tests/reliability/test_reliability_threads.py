@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,9 +64,13 @@ def run_threads(targets: list[Callable[[], None]]) -> list[BaseException]:
     return errors
 
 
-def storages(tmp_path: Path, durability: str) -> st.SessionStorage:
+def storages(tmp_path: Path, durability: str, request: Any = None) -> st.SessionStorage:
     if durability == "memory":
         return st.InMemorySessionStorage()
+    if durability == "postgres":
+        server = request.getfixturevalue("pg_server")
+        schema = request.getfixturevalue("pg_schema")
+        return st.PostgresSessionStorage.create(server.dsn, schema=schema, durability="group")
     return st.JsonlSessionStorage.create(tmp_path / "s.jsonl", durability=durability)  # type: ignore[arg-type]
 
 
@@ -79,9 +84,11 @@ def check_chain(storage: st.SessionStorage, expected: int) -> None:
     assert storage.get_leaf_id() == entries[-1].id
 
 
-@pytest.mark.parametrize("durability", ["memory", "none", "flush", "group", "fsync"])
-def test_many_threads_append_read_and_flush_one_session(tmp_path: Path, durability: str) -> None:
-    storage = storages(tmp_path, durability)
+@pytest.mark.parametrize("durability", ["memory", "none", "flush", "group", "fsync", "postgres"])
+def test_many_threads_append_read_and_flush_one_session(
+    tmp_path: Path, durability: str, request: pytest.FixtureRequest
+) -> None:
+    storage = storages(tmp_path, durability, request)
     session = st.Session(storage)
     writers, appends = 6, APPENDS if durability != "fsync" else APPENDS // 5
     stop = threading.Event()
@@ -124,7 +131,7 @@ def test_many_threads_append_read_and_flush_one_session(tmp_path: Path, durabili
 
     def flusher() -> None:
         while not stop.is_set():
-            if isinstance(storage, st.JsonlSessionStorage):
+            if isinstance(storage, (st.JsonlSessionStorage, st.PostgresSessionStorage)):
                 storage.flush()
             time.sleep(0.001)
 
@@ -138,6 +145,14 @@ def test_many_threads_append_read_and_flush_one_session(tmp_path: Path, durabili
     if isinstance(storage, st.JsonlSessionStorage):
         storage.close()
         with st.JsonlSessionStorage.open(tmp_path / "s.jsonl", readonly=True, strict=True) as ro:
+            check_chain(ro, writers * appends)
+    elif isinstance(storage, st.PostgresSessionStorage):
+        sid, schema = storage.session_id, storage.schema
+        storage.close()
+        server = request.getfixturevalue("pg_server")
+        with st.PostgresSessionStorage.open(
+            server.dsn, sid, schema=schema, readonly=True, strict=True
+        ) as ro:
             check_chain(ro, writers * appends)
     else:
         storage.close()
