@@ -136,3 +136,34 @@ def test_fleet(pg_server: PgServer, durability: str, tmp_path: Path) -> None:
         )
         print(line)
         (tmp_path / "fleet.txt").write_text(line)
+
+
+@pytest.mark.parametrize("durability", ["none", "flush", "group", "fsync"])
+def test_one_writer_append_latency(pg_server: PgServer, durability: str) -> None:
+    """One long-lived writer appending messages (its statement prepared after the first
+    few): the latency of the append call itself, per durability mode."""
+    import time
+
+    n = int(os.environ.get("SESSIONTREE_PG_APPENDS", "200"))
+    for schema in fresh_schema(pg_server):
+        storage = st.PostgresSessionStorage.create(
+            pg_server.dsn,
+            schema=schema,
+            durability=durability,  # type: ignore[arg-type]
+        )
+        with st.Session(storage) as session:
+            lat = []
+            t0 = time.perf_counter()
+            for i in range(n):
+                t = time.perf_counter()
+                session.append_message(st.UserMessage(f"message {i}", timestamp=1))
+                lat.append(time.perf_counter() - t)
+            session.storage.flush()  # type: ignore[attr-defined]
+            wall = time.perf_counter() - t0
+            sid = session.id
+        with st.PostgresSessionStorage.open(pg_server.dsn, sid, schema=schema, readonly=True) as r:
+            assert len(r) == n
+        print(
+            f"one writer {durability}: {n} appends, {n / wall:,.0f} appends/s, "
+            f"p50 {_percentile(lat, 0.5) * 1e3:.2f} ms, p99 {_percentile(lat, 0.99) * 1e3:.2f} ms"
+        )

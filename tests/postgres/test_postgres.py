@@ -318,6 +318,43 @@ def test_terminated_connection_mid_run_is_io_and_the_next_writer_takes_over(
         t.append_message(user("next"))
 
 
+def test_backend_terminated_mid_append_loses_nothing_acknowledged(
+    repo: PostgresSessionRepo, pg_server: PgServer
+) -> None:
+    """A writer process appending in a loop has its connection terminated by the server
+    at a random moment: it stops with ``io``, every append it acknowledged is on the
+    server, the session row and the entry rows agree (nothing half-written), and the next
+    writer takes over at once."""
+    rng = random.Random(7)
+    with repo.create(cwd="/w") as s:
+        sid = s.id
+    acked: list[str] = []
+    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
+        for _ in range(4):
+            proc = spawn(pg_server, repo.schema, sid, "group", 0)
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "open"
+            time.sleep(rng.uniform(0.01, 0.2))
+            (killed,) = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name LIKE %s",
+                (f"sessiontree writer % pid {proc.pid}",),
+            ).fetchone()  # type: ignore[misc]
+            assert killed == 1
+            out = proc.communicate(timeout=60)[0].split("\n")
+            acked += [line.split()[1] for line in out if line.startswith("ack ")]
+            assert "error io" in out and proc.returncode == 4
+            (next_seq, count) = admin.execute(  # type: ignore[misc]
+                f"SELECT s.next_seq, (SELECT count(*) FROM {repo.schema}.entries e "
+                f"WHERE e.session_id = s.id) FROM {repo.schema}.sessions s WHERE s.id = %s",
+                (sid,),
+            ).fetchone()
+            assert next_seq == count
+    assert set(acked) <= {e for _, e, _ in rows(pg_server, repo.schema, sid)}
+    with repo.open(sid) as t:
+        assert t.storage.load_report.ok  # type: ignore[attr-defined]
+
+
 def test_server_restart_is_io_and_nothing_acknowledged_is_lost(
     repo: PostgresSessionRepo, pg_server: PgServer
 ) -> None:
