@@ -45,6 +45,7 @@ from .entries import (
 )
 from .errors import ERROR_CODES, SessionError
 from .messages import (
+    BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,
@@ -137,6 +138,7 @@ __all__ = [
     "MAX_REPORTED_ISSUES",
     "THINKING_LEVELS",
     "ActiveToolsChangeEntry",
+    "BASH_EXECUTION_ROLE",
     "AgentMessage",
     "AssistantMessage",
     "BranchSummaryEntry",

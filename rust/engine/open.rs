@@ -4,11 +4,12 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use memchr::memchr;
 
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 #[cfg(feature = "test-hooks")]
@@ -122,6 +123,40 @@ pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> 
     parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
 }
 
+/// How much after the header is read to tell the dialect, at most.
+const DIALECT_PEEK_BYTES: usize = 64 << 10;
+/// How many entry lines are looked at to tell the dialect, at most.
+const DIALECT_PEEK_LINES: usize = 64;
+
+/// The dialect of a file whose header is `header` and whose next bytes are `after` (the
+/// complete lines in them are looked at), and the session id its header gives.
+pub(super) fn check_header_and_dialect(
+    header: &[u8],
+    after: &[u8],
+    limits: &Limits,
+) -> Result<(String, Dialect)> {
+    let text = std::str::from_utf8(header)
+        .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    let corrupt = |e: crate::engine::line::LineError| EngineError::new(ErrorCode::Corrupt, e.0);
+    let end = after.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let lines = after[..end]
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .take(DIALECT_PEEK_LINES);
+    let found = if limits.depth_exceeded(header) {
+        Dialect::Native
+    } else {
+        dialect::detect(text.trim_end_matches('\r'), lines).map_err(corrupt)?
+    };
+    let id = if found.is_pi() {
+        let native = dialect::header_to_native(text).map_err(corrupt)?;
+        check_header_line(native.as_bytes(), limits)?
+    } else {
+        check_header_line(header, limits)?
+    };
+    Ok((id, found))
+}
+
 impl Store {
     /// A store kept in memory, starting from a header line (no newline).
     pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
@@ -141,7 +176,15 @@ impl Store {
     pub fn memory_from_bytes(data: &[u8], strict: bool, limits: Limits) -> Result<Store> {
         let header_end = memchr(b'\n', data)
             .ok_or_else(|| EngineError::new(ErrorCode::Corrupt, "missing session header"))?;
-        let mut store = Store::memory(&data[..header_end], limits)?;
+        let peek = &data[header_end + 1..(header_end + 1 + DIALECT_PEEK_BYTES).min(data.len())];
+        let (id, dialect) = check_header_and_dialect(&data[..header_end], peek, &limits)?;
+        let mut store = Store::new(
+            Backing::Memory(data[..=header_end].to_vec()),
+            data[..header_end].to_vec(),
+            id,
+            limits,
+        );
+        store.dialect = dialect;
         store.strict = strict;
         let body = &data[header_end + 1..];
         let end = scan(
@@ -283,11 +326,26 @@ impl Store {
         if header.last() == Some(&b'\r') {
             header.pop();
         }
-        let id = check_header_line(&header, &opts.limits)
-            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
         let header_len = reader
             .stream_position()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let mut peek = vec![0u8; DIALECT_PEEK_BYTES];
+        let got = read_at_most(&file, &mut peek, header_len)
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let (id, dialect) = check_header_and_dialect(&header, &peek[..got], &opts.limits)
+            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
+        if !opts.readonly && !dialect.writable() {
+            return err(
+                ErrorCode::Readonly,
+                format!(
+                    "{} is a pi session of format v{}: pi rewrites such files when it opens \
+                     them, so sessiontree only reads them (open it read-only, or convert it to \
+                     v3 with `sessiontree convert`)",
+                    path.display(),
+                    dialect.version()
+                ),
+            );
+        }
         let own = file
             .try_clone()
             .map_err(|e| EngineError::io(ctx("opening"), &e))?;
@@ -309,6 +367,7 @@ impl Store {
             fault: None,
         });
         let mut store = Store::new(backing, header, id, opts.limits);
+        store.dialect = dialect;
         store.strict = opts.strict;
         store.next_line_no = 2;
         store.index_min_bytes = opts.index_min_bytes;
@@ -416,6 +475,20 @@ impl Store {
 }
 
 /// Writes (and unless `none`, syncs) a new file's header line.
+/// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 fn write_header(
     file: &mut File,
     line: &[u8],

@@ -18,7 +18,7 @@ mod pyjson;
 mod shared;
 mod tree;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple, PyType};
 
@@ -41,6 +41,23 @@ static ERROR_CLASSES: Mutex<Vec<Py<PyType>>> = Mutex::new(Vec::new());
 
 /// Stores the exception class of every error code: `base` is `SessionError`, `by_code`
 /// maps each code to its subclass (a missing code falls back to `base`).
+/// pi's spelling of a sessiontree name (a key, a message role, a block type):
+/// `"tool_result"` → `"toolResult"`.
+#[pyfunction]
+fn pi_name(name: &str) -> String {
+    crate::engine::dialect::camel(name).into_owned()
+}
+
+/// Translates a whole session document (header first) into `to` (`"pi"` or
+/// `"sessiontree"`), line by line; blank lines are dropped, a line that cannot be read is
+/// an error (`corrupt`) naming it. `from_dialect` is the document's own dialect, told as a
+/// file's would be.
+#[pyfunction]
+fn convert_lines<'py>(py: Python<'py>, data: &[u8], to: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let out = crate::engine::dialect::convert_document(data, to).map_err(|e| to_py_err(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
 #[pyfunction]
 fn _register_error_classes(
     base: &Bound<'_, PyType>,
@@ -411,10 +428,35 @@ impl PyEngine {
         Ok(PyEngine::new(store))
     }
 
-    /// The header line.
+    /// The header line, in the sessiontree dialect (a pi header translated).
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let store = self.store.lock(py)?;
+        let header = store.native_header().map_err(|e| to_py_err(py, e))?;
+        Ok(PyBytes::new(py, &header))
+    }
+
+    /// The header line as the file holds it.
+    fn raw_header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let store = self.store.lock(py)?;
         Ok(PyBytes::new(py, store.header()))
+    }
+
+    /// The file's dialect and its format version: `("sessiontree", 3)`, `("pi", 1)`, ...
+    #[getter]
+    fn dialect(&self, py: Python<'_>) -> PyResult<(&'static str, u8)> {
+        let store = self.store.lock(py)?;
+        let d = store.dialect();
+        Ok((d.name(), d.version()))
+    }
+
+    /// Entry `idx`'s line as the file holds it (in the file's dialect).
+    fn raw_line<'py>(&self, py: Python<'py>, idx: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let store = self.store.lock(py)?;
+        if idx as usize >= store.arena().len() {
+            return Err(PyIndexError::new_err("index out of range"));
+        }
+        let line = store.raw_line(idx).map_err(|e| to_py_err(py, e))?;
+        Ok(PyBytes::new(py, &line))
     }
 
     /// The session id.
@@ -954,6 +996,7 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ERROR_CODES", strs(&ERROR_CODES)?)?;
     m.add("DURABILITY_MODES", strs(&DURABILITY_MODES)?)?;
     m.add("MODEL", model_table(py)?)?;
+    m.add("PI_LEAF_MARKER", crate::engine::dialect::LEAF_MARKER)?;
     Ok(())
 }
 
@@ -1025,6 +1068,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
     m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(pi_name, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -319,6 +319,13 @@ class SessionStorage(abc.ABC):
         roots.reverse()
         return roots
 
+    @property
+    def dialect(self) -> str:
+        """The dialect the session is stored in: ``"sessiontree"`` (FORMAT.md), or ``"pi"``
+        for a file written by pi (camelCase keys, read and continued in pi's own dialect).
+        The default is ``"sessiontree"``."""
+        return "sessiontree"
+
     def get_newest_timestamp(self) -> str | None:
         """The latest entry timestamp (ISO text), or ``None`` without entries.
 
