@@ -296,7 +296,7 @@ pub fn entry_to_native(
     if obj.contains_key("parent_id") && !obj.contains_key("parentId") {
         return bad(MIXED_IN_PI);
     }
-    let ty = obj.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut ty = obj.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
     if dialect == Dialect::Pi(1) {
         if let Some((i, parent)) = v1 {
             obj.insert("id".into(), Value::String(v1_id(i)));
@@ -323,6 +323,7 @@ pub fn entry_to_native(
         }
         leaf.insert("targetId".into(), parent);
         obj = leaf;
+        ty = "leaf".into();
     }
     let def = model::entry(&ty);
     let mut defs: Vec<&TypeDef> = vec![&model::ENTRY_BASE];
@@ -398,10 +399,11 @@ pub fn entry_to_pi(line: &str) -> Result<String, LineError> {
     serde_json::to_string(&obj).map_err(|e| LineError(e.to_string()))
 }
 
-/// Which dialect a header says, if it says one: `Some(Pi(v))` for pi-only keys or a
+/// Which dialect a header says, if it says one: `Some(Pi(v))` for pi's `parentSession` or a
 /// missing `version` (pi's v1), `Some(Native)` for sessiontree-only keys.
 fn header_dialect(obj: &Map<String, Value>) -> Result<Option<Dialect>, LineError> {
-    let pi = obj.contains_key("parentSession") || obj.contains_key("branchedFrom");
+    // (v1's `branchedFrom` needs no rule: a header without `version` is pi's v1.)
+    let pi = obj.contains_key("parentSession");
     let native = obj.contains_key("parent_session") || obj.contains_key("metadata");
     let version = obj.get("version");
     if pi && native {
@@ -497,8 +499,9 @@ pub fn header_to_pi(header: &str) -> Result<String, LineError> {
 
 /// Translates a session document (header first, one entry per line) into dialect `to`
 /// (`"pi"`: pi's v3; `"sessiontree"`), told the document's own dialect as a file's is.
-/// Blank lines and a torn last line (no newline) are dropped; any other line that cannot
-/// be translated fails with `corrupt`, naming its line.
+/// Blank lines, lines that are not JSON and a torn last line (no newline) are dropped, as
+/// every reader skips them; a line that cannot be translated (one of the other dialect)
+/// fails with `corrupt`, naming its line.
 pub fn convert_document(data: &[u8], to: &str) -> crate::engine::Result<Vec<u8>> {
     use crate::engine::error::{EngineError, ErrorCode};
     let corrupt = |line: usize, e: LineError| {
@@ -541,6 +544,10 @@ pub fn convert_document(data: &[u8], to: &str) -> crate::engine::Result<Vec<u8>>
             continue;
         }
         let line_no = i + 2;
+        if serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() {
+            // Not JSON: no reader makes an entry of it (a line glued to a torn tail).
+            continue;
+        }
         let native = if from.is_pi() {
             let v1 = (from == Dialect::Pi(1)).then(|| ((i + 1) as u64, last_id.as_deref()));
             entry_to_native(line, from, v1).map_err(|e| corrupt(line_no, e))?
@@ -621,7 +628,7 @@ mod tests {
         let native = entry_to_native(line, Dialect::Pi(1), Some((12, None))).unwrap();
         assert_eq!(
             native,
-            r#"{"type":"compaction","timestamp":"T","summary":"s","tokens_before":5,"id":"0000000c","parent_id":null,"first_kept_entry_id":"0000000a"}"#
+            r#"{"type":"compaction","timestamp":"T","summary":"s","parent_id":null,"tokens_before":5,"id":"0000000c","first_kept_entry_id":"0000000a"}"#
         );
     }
 }

@@ -119,7 +119,8 @@ def convert_file(
 
     ``to="pi"`` gives a pi v3 file (so pi's v1 and v2 files are migrated as pi migrates
     them, and a sessiontree session becomes one pi can resume); ``to="sessiontree"`` gives
-    FORMAT.md's dialect. What one dialect cannot say (a sessiontree ``leaf`` entry's own
+    FORMAT.md's dialect. Lines no reader takes as entries (not JSON, a torn tail) are left
+    out. What one dialect cannot say (a sessiontree ``leaf`` entry's own
     parent: pi's marker hangs under the target) is described in the README.
 
     Raises:
