@@ -93,6 +93,7 @@ if TYPE_CHECKING:
         ForkPosition,
         InMemorySessionRepo,
         JsonlSessionRepo,
+        PiSessionRepo,
         SessionRef,
         SessionRepo,
         get_entries_to_fork,
@@ -108,6 +109,7 @@ _LAZY: dict[str, str] = {
     "ForkPosition": ".repo",
     "InMemorySessionRepo": ".repo",
     "JsonlSessionRepo": ".repo",
+    "PiSessionRepo": ".repo",
     "SessionRef": ".repo",
     "SessionRepo": ".repo",
     "get_entries_to_fork": ".repo",
@@ -131,6 +133,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BASH_EXECUTION_ROLE",
     "DURABILITY_MODES",
     "ENTRY_TYPES",
     "ERROR_CODES",
@@ -138,7 +141,6 @@ __all__ = [
     "MAX_REPORTED_ISSUES",
     "THINKING_LEVELS",
     "ActiveToolsChangeEntry",
-    "BASH_EXECUTION_ROLE",
     "AgentMessage",
     "AssistantMessage",
     "BranchSummaryEntry",
@@ -167,6 +169,7 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "PiSessionRepo",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",

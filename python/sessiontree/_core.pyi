@@ -102,6 +102,7 @@ class Engine:
         max_id_bytes: int | None = None,
         index: bool = True,
         index_min_bytes: int | None = None,
+        dialect: str = "sessiontree",
     ) -> Engine: ...
     @staticmethod
     def open(

@@ -52,6 +52,8 @@ from .messages import (
     _check_opt_str,
     _check_str,
     _check_user_content,
+    _content_from_json,
+    _content_to_json,
     _corrupt,
     _extra_of,
     _fast_init,
@@ -66,8 +68,6 @@ from .messages import (
     _usage_from_json,
     _usage_to_json,
     _Value,
-    _content_from_json,
-    _content_to_json,
     message_from_dict,
     message_to_dict,
 )

@@ -23,10 +23,13 @@
 
 use std::borrow::Cow;
 
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::engine::line::{LineError, FORMAT_VERSION};
 use crate::engine::model::{self, FieldKind, TypeDef};
+use crate::engine::schema;
 
 /// Which dialect a session file is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -147,115 +150,334 @@ fn bad<T>(msg: impl Into<String>) -> Result<T, LineError> {
     Err(LineError(msg.into()))
 }
 
-/// A translated key of `def` (the key itself when the model does not know it).
-fn map_key<'k>(def: &TypeDef, key: &'k str, dir: Dir) -> Option<(&'static model::FieldDef, Cow<'k, str>)> {
+// ------------------------------------------------------------------ raw objects
+
+/// A JSON object as its keys and their values' raw JSON text, in order: only the values
+/// the translation changes are parsed (a tool result's text is copied, never unescaped).
+struct RawObj<'a>(Vec<(Cow<'a, str>, Val<'a>)>);
+
+/// A value of a [`RawObj`]: raw JSON text, or an object or array being translated (written
+/// out once, at the end, so a long text is copied once).
+enum Val<'a> {
+    Raw(Cow<'a, str>),
+    Obj(RawObj<'a>),
+    Arr(Vec<Val<'a>>),
+}
+
+impl Val<'_> {
+    fn raw(&self) -> Option<&str> {
+        match self {
+            Val::Raw(r) => Some(r),
+            Val::Obj(_) | Val::Arr(_) => None,
+        }
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Val::Raw(r) => out.push_str(r),
+            Val::Obj(o) => o.write_to(out),
+            Val::Arr(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write(out);
+                }
+                out.push(']');
+            }
+        }
+    }
+
+    fn len_hint(&self) -> usize {
+        match self {
+            Val::Raw(r) => r.len(),
+            Val::Obj(o) => o.len_hint(),
+            Val::Arr(items) => items.iter().map(|v| v.len_hint() + 1).sum::<usize>() + 2,
+        }
+    }
+}
+
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObj<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawObj<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<RawObj<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<Key<'de>, &'de RawValue>()? {
+                    out.push((k.0, Val::Raw(Cow::Borrowed(v.get()))));
+                }
+                Ok(RawObj(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> RawObj<'a> {
+    fn parse(text: &'a str) -> Result<RawObj<'a>, LineError> {
+        serde_json::from_str(text).map_err(|e| LineError(format!("invalid JSON entry: {e}")))
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.raw())
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == key)
+    }
+
+    /// The value of `key` when it is a JSON string.
+    fn get_str(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.get(key).and_then(schema::raw_str)
+    }
+
+    fn set(&mut self, key: &'static str, raw: String) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = Val::Raw(Cow::Owned(raw)),
+            None => self.0.push((Cow::Borrowed(key), Val::Raw(Cow::Owned(raw)))),
+        }
+    }
+
+    fn set_if_missing(&mut self, key: &'static str, raw: &str) {
+        if !self.has(key) {
+            self.0.push((Cow::Borrowed(key), Val::Raw(Cow::Owned(raw.to_owned()))));
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Val<'a>> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+
+    fn len_hint(&self) -> usize {
+        self.0.iter().map(|(k, v)| k.len() + v.len_hint() + 4).sum::<usize>() + 2
+    }
+
+    fn write_to(&self, out: &mut String) {
+        out.push('{');
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_json_str(out, k);
+            out.push(':');
+            v.write(out);
+        }
+        out.push('}');
+    }
+
+    fn write(&self) -> String {
+        let mut out = String::with_capacity(self.len_hint());
+        self.write_to(&mut out);
+        out
+    }
+}
+
+/// `s` as a JSON string.
+fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&json_str(s));
+    }
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn is_object(raw: &str) -> bool {
+    raw.trim_start().starts_with('{')
+}
+
+fn is_array(raw: &str) -> bool {
+    raw.trim_start().starts_with('[')
+}
+
+// ------------------------------------------------------------------ the translation
+
+/// True when `pi` is the camelCase of `snake` (without building it).
+fn camel_eq(snake: &str, pi: &str) -> bool {
+    let mut want = pi.chars();
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+            continue;
+        }
+        let expect = if upper { c.to_ascii_uppercase() } else { c };
+        upper = false;
+        if want.next() != Some(expect) {
+            return false;
+        }
+    }
+    want.next().is_none()
+}
+
+/// The field of `def` whose key is `key` in dialect `dir` comes from, and its key in the
+/// other.
+fn map_key(def: &TypeDef, key: &str, dir: Dir) -> Option<(&'static model::FieldDef, Cow<'static, str>)> {
     let tag = def.tag_value();
+    let exception = |f: &model::FieldDef| {
+        PI_KEYS
+            .iter()
+            .find(|(t, k, _)| Some(*t) == tag && *k == f.key)
+            .map(|(_, _, pi)| *pi)
+    };
     for f in def.fields {
         match dir {
             Dir::ToNative => {
-                if pi_key(tag, f.key) == key {
+                let hit = match exception(f) {
+                    Some(pi) => pi == key,
+                    None => camel_eq(f.key, key),
+                };
+                if hit {
                     return Some((f, Cow::Borrowed(f.key)));
                 }
             }
-            Dir::ToPi => {
-                if f.key == key {
-                    return Some((f, Cow::Owned(pi_key(tag, f.key).into_owned())));
-                }
+            Dir::ToPi if f.key == key => {
+                return Some((
+                    f,
+                    match exception(f) {
+                        Some(pi) => Cow::Borrowed(pi),
+                        None => Cow::Owned(camel(f.key).into_owned()),
+                    },
+                ));
             }
+            Dir::ToPi => {}
         }
     }
     None
 }
 
-/// Translates the keys of `obj` (an object of type `def`) and the values inside them.
-fn convert_object(obj: Map<String, Value>, defs: &[&TypeDef], dir: Dir) -> Result<Map<String, Value>, LineError> {
-    let mut out = Map::with_capacity(obj.len());
-    for (key, value) in obj {
-        let found = defs.iter().find_map(|d| map_key(d, &key, dir));
-        match found {
+/// Translates the keys of `obj` (an object of the types `defs`) and the values inside them.
+fn convert_object<'a>(obj: RawObj<'a>, defs: &[&TypeDef], dir: Dir) -> Result<RawObj<'a>, LineError> {
+    let mut out = Vec::with_capacity(obj.0.len());
+    for (key, value) in obj.0 {
+        match defs.iter().find_map(|d| map_key(d, &key, dir)) {
             Some((f, new_key)) => {
-                let value = convert_value(value, f.kind, dir)?;
-                if dir == Dir::ToPi && value.is_null() && new_key != "parentId" {
+                if dir == Dir::ToPi && value.raw() == Some("null") && new_key != "parentId" {
                     // pi leaves out what it has not got; a sessiontree writer writes null.
                     continue;
                 }
-                out.insert(new_key.into_owned(), value);
+                let value = convert_value(value, f.kind, dir)?;
+                out.push((new_key, value));
             }
-            None => {
-                out.insert(key, value);
-            }
+            None => out.push((key, value)),
         }
     }
-    Ok(out)
+    Ok(RawObj(out))
 }
 
-fn convert_value(value: Value, kind: FieldKind, dir: Dir) -> Result<Value, LineError> {
-    Ok(match (kind, value) {
-        (FieldKind::Nested(def), Value::Object(o)) => Value::Object(convert_object(o, &[def], dir)?),
-        (FieldKind::Blocks(_) | FieldKind::StrOrBlocks(_), Value::Array(a)) => {
-            Value::Array(a.into_iter().map(|b| convert_block(b, dir)).collect::<Result<_, _>>()?)
+fn convert_value<'a>(value: Val<'a>, kind: FieldKind, dir: Dir) -> Result<Val<'a>, LineError> {
+    let text = match value {
+        Val::Raw(Cow::Borrowed(text)) => text,
+        // A value set while translating: small, translated where it was set.
+        other => return Ok(other),
+    };
+    Ok(match kind {
+        FieldKind::Nested(def) if is_object(text) => {
+            Val::Obj(convert_object(RawObj::parse(text)?, &[def], dir)?)
         }
-        (FieldKind::Message, Value::Object(o)) => convert_message(o, dir)?,
-        (FieldKind::Messages, Value::Array(a)) => Value::Array(
-            a.into_iter()
-                .map(|m| match m {
-                    Value::Object(o) => convert_message(o, dir),
-                    other => Ok(other),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        (FieldKind::OneOf(values), Value::String(s)) => Value::String(convert_enum(values, s, dir)),
-        (_, v) => v,
+        FieldKind::Blocks(_) | FieldKind::StrOrBlocks(_) if is_array(text) => {
+            convert_array(text, dir, |o, dir| convert_tagged(o, "type", &model::BLOCKS, dir))?
+        }
+        FieldKind::Message if is_object(text) => Val::Obj(convert_message(RawObj::parse(text)?, dir)?),
+        FieldKind::Messages if is_array(text) => convert_array(text, dir, convert_message)?,
+        FieldKind::OneOf(values) => match schema::raw_str(text).and_then(|s| convert_enum(values, &s, dir)) {
+            Some(v) => Val::Raw(Cow::Owned(json_str(&v))),
+            None => Val::Raw(Cow::Borrowed(text)),
+        },
+        _ => Val::Raw(Cow::Borrowed(text)),
     })
 }
 
-fn convert_enum(values: &[&str], s: String, dir: Dir) -> String {
-    for v in values {
-        let pi = camel(v);
-        match dir {
-            Dir::ToNative if pi == s.as_str() => return (*v).to_owned(),
-            Dir::ToPi if *v == s => return pi.into_owned(),
-            _ => {}
-        }
-    }
-    s
+/// Each object of a JSON array converted by `f` (anything else kept).
+fn convert_array<'a>(
+    text: &'a str,
+    dir: Dir,
+    f: impl Fn(RawObj<'a>, Dir) -> Result<RawObj<'a>, LineError>,
+) -> Result<Val<'a>, LineError> {
+    let items: Vec<&'a RawValue> =
+        serde_json::from_str(text).map_err(|e| LineError(format!("invalid JSON entry: {e}")))?;
+    items
+        .into_iter()
+        .map(|item| {
+            let raw = item.get();
+            if is_object(raw) {
+                Ok(Val::Obj(f(RawObj::parse(raw)?, dir)?))
+            } else {
+                Ok(Val::Raw(Cow::Borrowed(raw)))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Val::Arr)
 }
 
-/// The tag of `def` as pi writes it (message roles and block types are camelCase).
-fn pi_tag(def: &TypeDef) -> Cow<'static, str> {
-    camel(def.tag_value().unwrap_or_default())
+fn convert_enum(values: &[&str], s: &str, dir: Dir) -> Option<String> {
+    values.iter().find_map(|v| match dir {
+        Dir::ToNative if camel_eq(v, s) && *v != s => Some((*v).to_owned()),
+        Dir::ToPi if *v == s => Some(camel(v).into_owned()),
+        _ => None,
+    })
 }
 
-fn convert_tagged(
-    mut obj: Map<String, Value>,
-    tag_key: &str,
+fn convert_tagged<'a>(
+    mut obj: RawObj<'a>,
+    tag_key: &'static str,
     table: &[&'static TypeDef],
     dir: Dir,
-) -> Result<Map<String, Value>, LineError> {
-    let tag = obj.get(tag_key).and_then(Value::as_str).map(str::to_owned);
-    let Some(tag) = tag else {
+) -> Result<RawObj<'a>, LineError> {
+    let Some(tag) = obj.get_str(tag_key).map(Cow::into_owned) else {
         return Ok(obj);
     };
-    let def = table.iter().copied().find(|d| match dir {
-        Dir::ToNative => pi_tag(d) == tag.as_str(),
-        Dir::ToPi => d.tag_value() == Some(tag.as_str()),
+    let def = table.iter().copied().find(|d| {
+        let own = d.tag_value().unwrap_or_default();
+        match dir {
+            Dir::ToNative => camel_eq(own, &tag),
+            Dir::ToPi => own == tag,
+        }
     });
     let Some(def) = def else {
         return Ok(obj);
     };
+    let own = def.tag_value().unwrap_or_default();
     let new_tag = match dir {
-        Dir::ToNative => def.tag_value().unwrap_or_default().to_owned(),
-        Dir::ToPi => pi_tag(def).into_owned(),
+        Dir::ToNative => Cow::Borrowed(own),
+        Dir::ToPi => camel(own),
     };
-    obj.insert(tag_key.to_owned(), Value::String(new_tag));
-    convert_object(obj, &[def], dir)
-}
-
-fn convert_block(block: Value, dir: Dir) -> Result<Value, LineError> {
-    match block {
-        Value::Object(o) => Ok(Value::Object(convert_tagged(o, "type", &model::BLOCKS, dir)?)),
-        other => Ok(other),
+    if new_tag != tag.as_str() {
+        obj.set(tag_key, json_str(&new_tag));
     }
+    convert_object(obj, &[def], dir)
 }
 
 /// The message roles the translation knows: the model's and pi's `bashExecution`.
@@ -264,17 +486,23 @@ fn message_defs() -> [&'static TypeDef; 7] {
     [m[0], m[1], m[2], m[3], m[4], m[5], &BASH_EXECUTION]
 }
 
-fn convert_message(mut obj: Map<String, Value>, dir: Dir) -> Result<Value, LineError> {
+fn convert_message(mut obj: RawObj<'_>, dir: Dir) -> Result<RawObj<'_>, LineError> {
     // v2's `hookMessage` is v3's `custom` (pi's own migration).
-    if dir == Dir::ToNative && obj.get("role").and_then(Value::as_str) == Some("hookMessage") {
-        obj.insert("role".into(), Value::String("custom".into()));
+    if dir == Dir::ToNative && obj.get_str("role").as_deref() == Some("hookMessage") {
+        obj.set("role", json_str("custom"));
     }
-    Ok(Value::Object(convert_tagged(obj, "role", &message_defs(), dir)?))
+    convert_tagged(obj, "role", &message_defs(), dir)
 }
 
 /// How a v1 line (no ids) is placed: its id comes from its line index (the header is 0).
 fn v1_id(index: u64) -> String {
     format!("{index:08x}")
+}
+
+fn entry_defs(ty: &str) -> Vec<&'static TypeDef> {
+    let mut defs: Vec<&'static TypeDef> = vec![&model::ENTRY_BASE];
+    defs.extend(model::entry(ty));
+    defs
 }
 
 /// Translates one pi entry line into the sessiontree dialect.
@@ -286,70 +514,60 @@ pub fn entry_to_native(
     dialect: Dialect,
     v1: Option<(u64, Option<&str>)>,
 ) -> Result<String, LineError> {
-    let value: Value = match serde_json::from_str(line) {
-        Ok(v) => v,
-        Err(e) => return bad(format!("invalid JSON entry: {e}")),
-    };
-    let Value::Object(mut obj) = value else {
-        return bad("an entry must be a JSON object");
-    };
-    if obj.contains_key("parent_id") && !obj.contains_key("parentId") {
+    if !is_object(line) {
+        return match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+            Err(e) => bad(format!("invalid JSON entry: {e}")),
+            Ok(_) => bad("an entry must be a JSON object"),
+        };
+    }
+    let mut obj = RawObj::parse(line)?;
+    if obj.has("parent_id") && !obj.has("parentId") {
         return bad(MIXED_IN_PI);
     }
-    let mut ty = obj.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut ty = obj.get_str("type").map(Cow::into_owned).unwrap_or_default();
     if dialect == Dialect::Pi(1) {
         if let Some((i, parent)) = v1 {
-            obj.insert("id".into(), Value::String(v1_id(i)));
-            let parent = parent.map_or(Value::Null, |p| Value::String(p.to_owned()));
-            obj.insert("parentId".into(), parent);
+            obj.set("id", json_str(&v1_id(i)));
+            obj.set("parentId", parent.map_or_else(|| "null".to_owned(), json_str));
         }
-        obj.entry("parentId").or_insert(Value::Null);
+        obj.set_if_missing("parentId", "null");
         if ty == "compaction" {
-            if let Some(Value::Number(n)) = obj.remove("firstKeptEntryIndex") {
-                let id = n.as_u64().filter(|&i| i > 0).map(v1_id);
-                obj.insert("firstKeptEntryId".into(), id.map_or(Value::Null, Value::String));
+            if let Some(index) = obj.remove("firstKeptEntryIndex") {
+                let index = index.raw().and_then(|r| r.parse::<u64>().ok());
+                let id = index.filter(|&i| i > 0).map(v1_id);
+                obj.set("firstKeptEntryId", id.map_or_else(|| "null".to_owned(), |i| json_str(&i)));
             }
         }
     }
-    if ty == "custom" && obj.get("customType").and_then(Value::as_str) == Some(LEAF_MARKER) {
+    if ty == "custom" && obj.get_str("customType").as_deref() == Some(LEAF_MARKER) {
         // The marker hangs under the target.
-        let parent = obj.get("parentId").cloned().unwrap_or(Value::Null);
-        let mut leaf = Map::new();
-        leaf.insert("type".into(), Value::String("leaf".into()));
+        let mut leaf = RawObj(Vec::new());
+        leaf.set("type", json_str("leaf"));
         for key in ["id", "parentId", "timestamp"] {
             if let Some(v) = obj.get(key) {
-                leaf.insert(key.into(), v.clone());
+                leaf.set(key, v.to_owned());
             }
         }
-        leaf.insert("targetId".into(), parent);
+        leaf.set("targetId", obj.get("parentId").unwrap_or("null").to_owned());
         obj = leaf;
         ty = "leaf".into();
     }
-    let def = model::entry(&ty);
-    let mut defs: Vec<&TypeDef> = vec![&model::ENTRY_BASE];
-    defs.extend(def);
-    let mut obj = convert_object(obj, &defs, Dir::ToNative)?;
+    let mut obj = convert_object(obj, &entry_defs(&ty), Dir::ToNative)?;
     match ty.as_str() {
         // pi leaves out what sessiontree writes as null.
-        "label" => {
-            obj.entry("label").or_insert(Value::Null);
-        }
+        "label" => obj.set_if_missing("label", "null"),
         "session_info" => {
             // pi's name is trimmed, and an empty one clears it.
             let name = obj
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|n| !n.is_empty())
-                .map(|n| Value::String(n.to_owned()));
-            obj.insert("name".into(), name.unwrap_or(Value::Null));
+                .get_str("name")
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty());
+            obj.set("name", name.map_or_else(|| "null".to_owned(), |n| json_str(&n)));
         }
-        "compaction" => {
-            obj.entry("first_kept_entry_id").or_insert(Value::Null);
-        }
+        "compaction" => obj.set_if_missing("first_kept_entry_id", "null"),
         _ => {}
     }
-    serde_json::to_string(&obj).map_err(|e| LineError(e.to_string()))
+    Ok(obj.write())
 }
 
 /// The message of a sessiontree line found in a pi file.
@@ -361,42 +579,31 @@ pub const MIXED_IN_NATIVE: &str =
 
 /// Translates one sessiontree entry line into pi's dialect (what is appended to a pi file).
 pub fn entry_to_pi(line: &str) -> Result<String, LineError> {
-    let value: Value = match serde_json::from_str(line) {
-        Ok(v) => v,
-        Err(e) => return bad(format!("invalid JSON entry: {e}")),
-    };
-    let Value::Object(obj) = value else {
+    if !is_object(line) {
         return bad("an entry must be a JSON object");
-    };
-    let ty = obj.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
-    if ty == "leaf" {
-        let mut marker = Map::new();
-        marker.insert("type".into(), Value::String("custom".into()));
-        for key in ["id", "timestamp"] {
-            if let Some(v) = obj.get(key) {
-                marker.insert(key.into(), v.clone());
-            }
-        }
-        let target = obj.get("target_id").cloned().unwrap_or(Value::Null);
-        marker.insert("parentId".into(), target);
-        marker.insert("customType".into(), Value::String(LEAF_MARKER.into()));
-        // Key order as pi writes it: type, id, parentId, timestamp.
-        let mut ordered = Map::new();
-        for key in ["type", "id", "parentId", "timestamp", "customType"] {
-            if let Some(v) = marker.remove(key) {
-                ordered.insert(key.into(), v);
-            }
-        }
-        return serde_json::to_string(&ordered).map_err(|e| LineError(e.to_string()));
     }
-    let mut defs: Vec<&TypeDef> = vec![&model::ENTRY_BASE];
-    defs.extend(model::entry(&ty));
-    let mut obj = convert_object(obj, &defs, Dir::ToPi)?;
+    let obj = RawObj::parse(line)?;
+    let ty = obj.get_str("type").map(Cow::into_owned).unwrap_or_default();
+    if ty == "leaf" {
+        // Key order as pi writes it: type, id, parentId, timestamp.
+        let mut marker = RawObj(Vec::new());
+        marker.set("type", json_str("custom"));
+        if let Some(v) = obj.get("id") {
+            marker.set("id", v.to_owned());
+        }
+        marker.set("parentId", obj.get("target_id").unwrap_or("null").to_owned());
+        if let Some(v) = obj.get("timestamp") {
+            marker.set("timestamp", v.to_owned());
+        }
+        marker.set("customType", json_str(LEAF_MARKER));
+        return Ok(marker.write());
+    }
+    let mut obj = convert_object(obj, &entry_defs(&ty), Dir::ToPi)?;
     if ty == "session_info" {
         // pi reads an empty name as "no name".
-        obj.entry("name").or_insert(Value::String(String::new()));
+        obj.set_if_missing("name", "\"\"");
     }
-    serde_json::to_string(&obj).map_err(|e| LineError(e.to_string()))
+    Ok(obj.write())
 }
 
 /// Which dialect a header says, if it says one: `Some(Pi(v))` for pi's `parentSession` or a
@@ -404,7 +611,9 @@ pub fn entry_to_pi(line: &str) -> Result<String, LineError> {
 fn header_dialect(obj: &Map<String, Value>) -> Result<Option<Dialect>, LineError> {
     // (v1's `branchedFrom` needs no rule: a header without `version` is pi's v1.)
     let pi = obj.contains_key("parentSession");
-    let native = obj.contains_key("parent_session") || obj.contains_key("metadata");
+    // sessiontree's writers always write `parent_session` (null included); `metadata`
+    // says nothing (a converted header keeps it).
+    let native = obj.contains_key("parent_session");
     let version = obj.get("version");
     if pi && native {
         return bad("the session header mixes pi's and sessiontree's keys: the dialect cannot be told");
@@ -470,31 +679,41 @@ pub fn detect<'a>(header: &str, first_lines: impl IntoIterator<Item = &'a str>) 
 
 /// pi's header in the sessiontree dialect (what the Python model reads).
 pub fn header_to_native(header: &str) -> Result<String, LineError> {
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(header) else {
+    if !is_object(header) {
         return bad("malformed session header");
-    };
-    let mut out = convert_object(obj, &[&model::HEADER], Dir::ToNative)?;
+    }
+    let mut out = convert_object(RawObj::parse(header)?, &[&model::HEADER], Dir::ToNative)?;
     // Read as migrated: the model's version.
-    out.insert("version".into(), Value::from(FORMAT_VERSION));
-    out.entry("parent_session").or_insert(Value::Null);
+    out.set("version", FORMAT_VERSION.to_string());
+    out.set_if_missing("parent_session", "null");
     // Order as a sessiontree writer writes it.
-    let mut ordered = Map::new();
+    let mut ordered = RawObj(Vec::new());
     for key in ["type", "version", "id", "timestamp", "cwd", "parent_session"] {
         if let Some(v) = out.remove(key) {
-            ordered.insert(key.into(), v);
+            ordered.0.push((Cow::Borrowed(key), v));
         }
     }
-    ordered.extend(out);
-    serde_json::to_string(&ordered).map_err(|e| LineError(e.to_string()))
+    ordered.0.extend(out.0);
+    Ok(ordered.write())
 }
 
 /// A sessiontree header in pi's dialect (a v3 pi header).
 pub fn header_to_pi(header: &str) -> Result<String, LineError> {
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(header) else {
+    if !is_object(header) {
         return bad("malformed session header");
-    };
-    let out = convert_object(obj, &[&model::HEADER], Dir::ToPi)?;
-    serde_json::to_string(&out).map_err(|e| LineError(e.to_string()))
+    }
+    Ok(convert_object(RawObj::parse(header)?, &[&model::HEADER], Dir::ToPi)?.write())
+}
+
+/// The header of a new pi file: [`header_to_pi`], keeping `parentSession` (null when there
+/// is none, which pi reads as none) so the file says its dialect before it has entries.
+pub fn header_to_pi_new(header: &str) -> Result<String, LineError> {
+    let mut obj = RawObj::parse(header)?;
+    let parent = obj.remove("parent_session");
+    let mut out = convert_object(obj, &[&model::HEADER], Dir::ToPi)?;
+    let parent = parent.and_then(|v| v.raw().map(str::to_owned)).unwrap_or_else(|| "null".into());
+    out.set("parentSession", parent);
+    Ok(out.write())
 }
 
 /// Translates a session document (header first, one entry per line) into dialect `to`
@@ -628,7 +847,7 @@ mod tests {
         let native = entry_to_native(line, Dialect::Pi(1), Some((12, None))).unwrap();
         assert_eq!(
             native,
-            r#"{"type":"compaction","timestamp":"T","summary":"s","parent_id":null,"tokens_before":5,"id":"0000000c","first_kept_entry_id":"0000000a"}"#
+            r#"{"type":"compaction","timestamp":"T","summary":"s","tokens_before":5,"id":"0000000c","parent_id":null,"first_kept_entry_id":"0000000a"}"#
         );
     }
 }

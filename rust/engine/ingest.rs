@@ -408,7 +408,11 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
         // pi's lines are translated into ours first (`dialect.rs`), then read as ours.
         let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));
         return match dialect::entry_to_native(text, dialect, v1)
-            .and_then(|native| parse_entry_serde(&native, limits.max_id_bytes).map(ParsedEntry::into_owned))
+            .and_then(|native| {
+                parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
+                    .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes))
+                    .map(ParsedEntry::into_owned)
+            })
         {
             Ok(p) => Pre::Entry(p, len),
             Err(e) => Pre::Issue(IssueKind::Malformed, e.0),

@@ -211,7 +211,29 @@ impl Store {
         durability: Durability,
         limits: Limits,
     ) -> Result<Store> {
+        Store::create_in(path, header, durability, limits, Dialect::Native)
+    }
+
+    /// [`Store::create`] in `dialect`: `header` (a sessiontree header) and every entry
+    /// appended are written in it. A pi header keeps `parentSession` (null when there is
+    /// none), so the file is known as pi's before it has entries.
+    pub fn create_in(
+        path: &Path,
+        header: &[u8],
+        durability: Durability,
+        limits: Limits,
+        dialect: Dialect,
+    ) -> Result<Store> {
         let id = check_header_line(header, &limits)?;
+        let pi_header;
+        let header = if dialect.is_pi() {
+            let text = std::str::from_utf8(header).unwrap_or_default();
+            pi_header = dialect::header_to_pi_new(text)
+                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+            pi_header.as_bytes()
+        } else {
+            header
+        };
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
@@ -283,6 +305,7 @@ impl Store {
             fault: None,
         });
         let mut store = Store::new(backing, header.to_vec(), id, limits);
+        store.dialect = dialect;
         store.index_min_bytes = Some(DEFAULT_INDEX_MIN_BYTES);
         Ok(store)
     }

@@ -374,9 +374,10 @@ impl PyEngine {
         Ok(PyEngine::new(store))
     }
 
-    /// Creates a session file (exclusive, 0600) holding `header`.
+    /// Creates a session file (exclusive, 0600) holding `header` (a sessiontree header; in
+    /// `dialect="pi"` it is written as pi's, and so is every entry).
     #[staticmethod]
-    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
+    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None, dialect="sessiontree"))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -388,11 +389,25 @@ impl PyEngine {
         max_id_bytes: Option<usize>,
         index: bool,
         index_min_bytes: Option<u64>,
+        dialect: &str,
     ) -> PyResult<Self> {
         let dur = Durability::parse(durability).map_err(|e| to_py_err(py, e))?;
         let lim = limits(max_line_bytes, max_depth, max_id_bytes);
+        let dialect = match dialect {
+            "sessiontree" => crate::engine::Dialect::Native,
+            "pi" => crate::engine::Dialect::Pi(3),
+            other => {
+                return Err(to_py_err(
+                    py,
+                    EngineError::new(
+                        ErrorCode::InvalidArgument,
+                        format!("dialect must be \"sessiontree\" or \"pi\", not {other:?}"),
+                    ),
+                ))
+            }
+        };
         let mut store = py
-            .detach(|| Store::create(&path, &header, dur, lim))
+            .detach(|| Store::create_in(&path, &header, dur, lim, dialect))
             .map_err(|e| to_py_err(py, e))?;
         store
             .set_index_min_bytes(index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)));

@@ -32,7 +32,6 @@ PI_FIXTURES = Path(
 )
 
 
-
 def command() -> list[str]:
     """The installed console script, or ``python -m sessiontree`` where none is."""
     return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "sessiontree"]

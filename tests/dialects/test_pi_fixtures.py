@@ -51,9 +51,7 @@ def storage(name: str) -> st.JsonlSessionStorage:
 
 
 def answers(key: str, names: list[str] | None = None) -> list[Any]:
-    return [
-        pytest.param(n, FILES[n][key], id=n) for n in (names or NAMES) if key in FILES[n]
-    ]
+    return [pytest.param(n, FILES[n][key], id=n) for n in (names or NAMES) if key in FILES[n]]
 
 
 def current(key: str, names: list[str] | None = None) -> list[Any]:
@@ -74,9 +72,9 @@ def test_fixtures_are_pi_files_and_unchanged() -> None:
         assert len(data) == FILES[name]["bytes"], name
         with storage(name) as s:
             assert s.dialect == "pi"
-        assert hashlib.sha256((FIXTURES / name).read_bytes()).digest() == hashlib.sha256(
-            data
-        ).digest()
+        assert (
+            hashlib.sha256((FIXTURES / name).read_bytes()).digest() == hashlib.sha256(data).digest()
+        )
 
 
 @pytest.mark.parametrize(("name", "want"), answers("entryCount"))
@@ -244,9 +242,8 @@ def test_every_leaf(name: str, leaf: str, want: dict[str, Any]) -> None:
         assert [pi_role(m) for m in convert_to_llm(ctx.messages)] == want["llmRoles"]
         assert ctx.thinking_level == want["thinkingLevel"]
         model = ctx.model
-        assert (model.provider, model.model_id) if model else None == (
-            (want["model"]["provider"], want["model"]["modelId"]) if want["model"] else None
-        )
+        got = None if model is None else {"provider": model.provider, "modelId": model.model_id}
+        assert got == want["model"]
         assert estimate_context_tokens(ctx.messages) == want["estimatedContextTokens"]
 
 

@@ -15,6 +15,7 @@ from sessiontree.dialects.pi import LEAF_MARKER, convert_file, pi_role
 
 from .test_pi_fixtures import FILES, FIXTURES
 
+
 def _version(name: str) -> int:
     header = json.loads((FIXTURES / name).read_bytes().split(b"\n")[0])
     return int(header.get("version", 1))
@@ -124,7 +125,9 @@ def continue_session(path: Path) -> list[str]:
                 )
             ),
             s.append_message(
-                st.ToolResultMessage("call_9", "read", [st.TextContent("print(1)")], details={"x": 1})
+                st.ToolResultMessage(
+                    "call_9", "read", [st.TextContent("print(1)")], details={"x": 1}
+                )
             ),
         ]
         s.append_label(ids[2], "from-sessiontree")
@@ -199,11 +202,13 @@ def test_conversion_to_v3_is_what_pi_migrates_to(tmp_path: Path) -> None:
         dest = convert_file(FIXTURES / name, tmp_path / f"v3-{name}", to="pi")
         header = json.loads(dest.read_bytes().split(b"\n")[0])
         assert header["version"] == 3 and "parent_session" not in header
-        with st.JsonlSessionStorage.open(FIXTURES / name, readonly=True) as old:
-            with st.JsonlSessionStorage.open(dest, readonly=True) as new:
-                assert new.format_version == 3
-                assert [e.id for e in new.get_entries()] == [e.id for e in old.get_entries()]
-                assert new.get_entries() == old.get_entries()
+        with (
+            st.JsonlSessionStorage.open(FIXTURES / name, readonly=True) as old,
+            st.JsonlSessionStorage.open(dest, readonly=True) as new,
+        ):
+            assert new.format_version == 3
+            assert [e.id for e in new.get_entries()] == [e.id for e in old.get_entries()]
+            assert new.get_entries() == old.get_entries()
         # The converted file takes appends (pi would find nothing to migrate).
         with st.Session(st.JsonlSessionStorage.open(dest, durability="none")) as s:
             s.append_message(st.UserMessage("after the conversion"))
@@ -262,17 +267,20 @@ def test_a_fork_of_a_pi_session_is_a_pi_session(tmp_path: Path) -> None:
 
 
 def test_hostile_pi_files(tmp_path: Path, write_session: Any) -> None:
-    pi_header = b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
-    pi_line = b'{"type":"custom","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","customType":"x"}\n'
-    our_line = b'{"type":"custom","id":"b","parent_id":"a","timestamp":"2026-01-01T00:00:00.000Z","custom_type":"x","data":null}\n'
+    ts = '"timestamp":"2026-01-01T00:00:00.000Z"'
+    pi_header = ('{"type":"session","version":3,"id":"s",' + ts + ',"cwd":"/"}\n').encode()
+    pi_line = ('{"type":"custom","id":"a","parentId":null,' + ts + ',"customType":"x"}\n').encode()
+    our_line = (
+        '{"type":"custom","id":"b","parent_id":"a",' + ts + ',"custom_type":"x","data":null}\n'
+    ).encode()
+    both = b'"cwd":"/","parentSession":null,"parent_session":null'
     cases = {
         "mixed.jsonl": pi_header + pi_line + our_line,
         "mixed-ours.jsonl": pi_header.replace(b'"cwd":"/"', b'"cwd":"/","parent_session":null')
         + our_line.replace(b'"a"', b"null")
         + pi_line,
         "v4.jsonl": pi_header.replace(b'"version":3', b'"version":4') + pi_line,
-        "both-keys.jsonl": pi_header.replace(b'"cwd":"/"', b'"cwd":"/","parentSession":null,"metadata":null')
-        + pi_line,
+        "both-keys.jsonl": pi_header.replace(b'"cwd":"/"', both) + pi_line,
     }
     for name, data in cases.items():
         path = write_session(header=b"", name=name)

@@ -11,7 +11,6 @@ from .._frozen import frozen
 from ..entries import SessionTreeEntry
 from ..errors import SessionError
 from ..messages import (
-    _content_text,
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,
@@ -25,6 +24,7 @@ from ..messages import (
     UnknownMessage,
     Usage,
     UserMessage,
+    _content_text,
 )
 from .plan import CompactionPlan
 from .prompts import DEFAULT_TURN_PREFIX_PROMPT, SUMMARY_SYSTEM_PROMPT

@@ -11,7 +11,6 @@ from typing import Any, Final
 from .._frozen import frozen
 from ..errors import SessionError
 from ..messages import (
-    _content_text,
     BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,
@@ -26,6 +25,7 @@ from ..messages import (
     UnknownMessage,
     Usage,
     UserMessage,
+    _content_text,
 )
 
 __all__ = [
@@ -69,11 +69,12 @@ def estimate_tokens(message: AgentMessage) -> int:
 
     Characters / 4, rounded up, over what the model reads: text; thinking; a tool call's
     name plus its arguments as compact JSON; tool-result text; custom-message content;
-    summaries. Each image of a tool result or an assistant counts
-    :data:`IMAGE_TOKEN_ESTIMATE` tokens; a user's images are not counted. A shell run of pi
+    summaries. Each image of a tool result counts :data:`IMAGE_TOKEN_ESTIMATE` tokens; a
+    user's images are not counted. A shell run of pi
     (:data:`~sessiontree.BASH_EXECUTION_ROLE`) counts its command and output; a message of
-    any other unknown role counts its JSON. These are pi's rules (``estimateTokens``). Signatures and metadata are not counted. The heuristic
-    overestimates English prose a little and is meant for budgets, not billing.
+    any other unknown role counts its JSON. These are pi's rules (``estimateTokens``,
+    checked against pi's own figures). Signatures and metadata are not counted. The
+    heuristic overestimates English prose a little and is meant for budgets, not billing.
 
     Args:
         message: any :data:`~sessiontree.AgentMessage`.

@@ -45,8 +45,7 @@ _COMPACTION_PREFIX: Final = (
     "\n\n<summary>\n"
 )
 _BRANCH_PREFIX: Final = (
-    "The following is a summary of a branch that this conversation came back from:"
-    "\n\n<summary>\n"
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 )
 _SUFFIX: Final = "\n</summary>"
 
@@ -90,9 +89,7 @@ def convert_to_llm(messages: Iterable[AgentMessage]) -> list[AgentMessage]:
         elif isinstance(m, BranchSummaryMessage):
             out.append(UserMessage(_BRANCH_PREFIX + m.summary + _SUFFIX, timestamp=m.timestamp))
         elif isinstance(m, CompactionSummaryMessage):
-            out.append(
-                UserMessage(_COMPACTION_PREFIX + m.summary + _SUFFIX, timestamp=m.timestamp)
-            )
+            out.append(UserMessage(_COMPACTION_PREFIX + m.summary + _SUFFIX, timestamp=m.timestamp))
         elif isinstance(m, UnknownMessage) and m.role == BASH_EXECUTION_ROLE:
             if m.data.get("exclude_from_context"):
                 continue

@@ -116,7 +116,7 @@ def _cached_time(value: object) -> datetime | None:
 
 
 def _row_from_json(
-    file_name: str, value: object, path: str
+    file_name: str, value: object, path: str, *, named_by_id: bool = True
 ) -> tuple[tuple[int, int, int], SessionMetadata] | None:
     """A cache row, checked field by field; ``None`` if anything about it is off."""
     try:
@@ -130,7 +130,9 @@ def _row_from_json(
             if isinstance(part, bool) or not isinstance(part, int) or part < 0:
                 return None
         sid = value["id"]
-        if not isinstance(sid, str) or file_name != sid + _SUFFIX or not is_valid_session_id(sid):
+        if not isinstance(sid, str):
+            return None
+        if named_by_id and (file_name != sid + _SUFFIX or not is_valid_session_id(sid)):
             return None
         cwd = value["cwd"]
         if not isinstance(cwd, str):
