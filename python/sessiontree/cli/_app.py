@@ -140,7 +140,7 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "The new file is written atomically beside the session (or -o FILE); the original\n"
         "is never changed.\n\n"
         "examples:\n  sessiontree convert chat.jsonl --to pi\n"
-        "  sessiontree convert ~/.pi/agent/sessions/--home-me-proj--/2025-…jsonl --to pi -o v3.jsonl",
+        "  sessiontree convert ~/.pi/agent/sessions/--home-me-proj--/2025-….jsonl --to pi",
     ),
     (
         "completion",
