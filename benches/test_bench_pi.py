@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
+from workload import cache_root
 
 import sessiontree as st
 from conftest import Bench
-from workload import cache_root
 from sessiontree.dialects.pi import convert_file
 
 
