@@ -245,7 +245,10 @@ impl<'a> RawObj<'a> {
     }
 
     fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.raw())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.raw())
     }
 
     fn has(&self, key: &str) -> bool {
@@ -266,7 +269,8 @@ impl<'a> RawObj<'a> {
 
     fn set_if_missing(&mut self, key: &'static str, raw: &str) {
         if !self.has(key) {
-            self.0.push((Cow::Borrowed(key), Val::Raw(Cow::Owned(raw.to_owned()))));
+            self.0
+                .push((Cow::Borrowed(key), Val::Raw(Cow::Owned(raw.to_owned()))));
         }
     }
 
@@ -276,7 +280,11 @@ impl<'a> RawObj<'a> {
     }
 
     fn len_hint(&self) -> usize {
-        self.0.iter().map(|(k, v)| k.len() + v.len_hint() + 4).sum::<usize>() + 2
+        self.0
+            .iter()
+            .map(|(k, v)| k.len() + v.len_hint() + 4)
+            .sum::<usize>()
+            + 2
     }
 
     fn write_to(&self, out: &mut String) {
@@ -344,7 +352,11 @@ fn camel_eq(snake: &str, pi: &str) -> bool {
 
 /// The field of `def` whose key is `key` in dialect `dir` comes from, and its key in the
 /// other.
-fn map_key(def: &TypeDef, key: &str, dir: Dir) -> Option<(&'static model::FieldDef, Cow<'static, str>)> {
+fn map_key(
+    def: &TypeDef,
+    key: &str,
+    dir: Dir,
+) -> Option<(&'static model::FieldDef, Cow<'static, str>)> {
     let tag = def.tag_value();
     let exception = |f: &model::FieldDef| {
         PI_KEYS
@@ -379,7 +391,11 @@ fn map_key(def: &TypeDef, key: &str, dir: Dir) -> Option<(&'static model::FieldD
 }
 
 /// Translates the keys of `obj` (an object of the types `defs`) and the values inside them.
-fn convert_object<'a>(obj: RawObj<'a>, defs: &[&TypeDef], dir: Dir) -> Result<RawObj<'a>, LineError> {
+fn convert_object<'a>(
+    obj: RawObj<'a>,
+    defs: &[&TypeDef],
+    dir: Dir,
+) -> Result<RawObj<'a>, LineError> {
     let mut out = Vec::with_capacity(obj.0.len());
     for (key, value) in obj.0 {
         match defs.iter().find_map(|d| map_key(d, &key, dir)) {
@@ -408,14 +424,20 @@ fn convert_value<'a>(value: Val<'a>, kind: FieldKind, dir: Dir) -> Result<Val<'a
             Val::Obj(convert_object(RawObj::parse(text)?, &[def], dir)?)
         }
         FieldKind::Blocks(_) | FieldKind::StrOrBlocks(_) if is_array(text) => {
-            convert_array(text, dir, |o, dir| convert_tagged(o, "type", &model::BLOCKS, dir))?
+            convert_array(text, dir, |o, dir| {
+                convert_tagged(o, "type", &model::BLOCKS, dir)
+            })?
         }
-        FieldKind::Message if is_object(text) => Val::Obj(convert_message(RawObj::parse(text)?, dir)?),
+        FieldKind::Message if is_object(text) => {
+            Val::Obj(convert_message(RawObj::parse(text)?, dir)?)
+        }
         FieldKind::Messages if is_array(text) => convert_array(text, dir, convert_message)?,
-        FieldKind::OneOf(values) => match schema::raw_str(text).and_then(|s| convert_enum(values, &s, dir)) {
-            Some(v) => Val::Raw(Cow::Owned(json_str(&v))),
-            None => Val::Raw(Cow::Borrowed(text)),
-        },
+        FieldKind::OneOf(values) => {
+            match schema::raw_str(text).and_then(|s| convert_enum(values, &s, dir)) {
+                Some(v) => Val::Raw(Cow::Owned(json_str(&v))),
+                None => Val::Raw(Cow::Borrowed(text)),
+            }
+        }
         _ => Val::Raw(Cow::Borrowed(text)),
     })
 }
@@ -528,14 +550,20 @@ pub fn entry_to_native(
     if dialect == Dialect::Pi(1) {
         if let Some((i, parent)) = v1 {
             obj.set("id", json_str(&v1_id(i)));
-            obj.set("parentId", parent.map_or_else(|| "null".to_owned(), json_str));
+            obj.set(
+                "parentId",
+                parent.map_or_else(|| "null".to_owned(), json_str),
+            );
         }
         obj.set_if_missing("parentId", "null");
         if ty == "compaction" {
             if let Some(index) = obj.remove("firstKeptEntryIndex") {
                 let index = index.raw().and_then(|r| r.parse::<u64>().ok());
                 let id = index.filter(|&i| i > 0).map(v1_id);
-                obj.set("firstKeptEntryId", id.map_or_else(|| "null".to_owned(), |i| json_str(&i)));
+                obj.set(
+                    "firstKeptEntryId",
+                    id.map_or_else(|| "null".to_owned(), |i| json_str(&i)),
+                );
             }
         }
     }
@@ -562,12 +590,114 @@ pub fn entry_to_native(
                 .get_str("name")
                 .map(|n| n.trim().to_owned())
                 .filter(|n| !n.is_empty());
-            obj.set("name", name.map_or_else(|| "null".to_owned(), |n| json_str(&n)));
+            obj.set(
+                "name",
+                name.map_or_else(|| "null".to_owned(), |n| json_str(&n)),
+            );
         }
         "compaction" => obj.set_if_missing("first_kept_entry_id", "null"),
         _ => {}
     }
     Ok(obj.write())
+}
+
+// ------------------------------------------------------------------ the scan's shortcut
+
+/// One pass over a pi line that renames the model's camelCase keys and pi's role, block
+/// and stop-reason names in place (Aho-Corasick over patterns made from the model table):
+/// what the engine's scan reads a pi line through. In valid JSON a pattern with unescaped
+/// quotes cannot occur inside a string, so only keys and tagged values are renamed — and
+/// also keys and values inside application data (`arguments`, `details`, `data`), which
+/// the scan neither checks nor keeps (Python reads entries through [`entry_to_native`]).
+/// Lines the patterns cannot translate alone (labels, names, leaf markers, v2 roles, a
+/// snake_case key) are marked, and read through [`entry_to_native`] instead.
+struct Shortcut {
+    ac: aho_corasick::AhoCorasick,
+    /// The replacement of each pattern; `None` for a line the shortcut leaves alone.
+    replace: Vec<Option<String>>,
+    /// The pattern of `"parentId":` (a pi line has it).
+    parent: usize,
+}
+
+fn shortcut() -> &'static Shortcut {
+    static SHORTCUT: std::sync::OnceLock<Shortcut> = std::sync::OnceLock::new();
+    SHORTCUT.get_or_init(|| {
+        let mut pats: Vec<(String, Option<String>)> = Vec::new();
+        let mut key = |pi: &str, native: &str| {
+            let p = format!("\"{pi}\":");
+            if pi != native && !pats.iter().any(|(q, _)| *q == p) {
+                pats.push((p, Some(format!("\"{native}\":"))));
+            }
+        };
+        let defs = model::MODEL.iter().copied().chain([&BASH_EXECUTION]);
+        for def in defs {
+            for f in def.fields {
+                key(&pi_key(def.tag_value(), f.key), f.key);
+            }
+        }
+        let mut value = |k: &str, native: &str| {
+            let pi = camel(native);
+            if pi != native {
+                pats.push((
+                    format!("\"{k}\":\"{pi}\""),
+                    Some(format!("\"{k}\":\"{native}\"")),
+                ));
+            }
+        };
+        for def in message_defs() {
+            value("role", def.tag_value().unwrap_or_default());
+        }
+        for def in model::BLOCKS {
+            value("type", def.tag_value().unwrap_or_default());
+        }
+        for v in model::STOP_REASONS {
+            value("stopReason", v);
+        }
+        // Lines read the long way: what the patterns do not say alone.
+        for marker in [
+            "\"parent_id\":".to_owned(),
+            format!("\"customType\":\"{LEAF_MARKER}\""),
+            "\"type\":\"label\"".to_owned(),
+            "\"type\":\"session_info\"".to_owned(),
+            "\"role\":\"hookMessage\"".to_owned(),
+        ] {
+            pats.push((marker, None));
+        }
+        let parent = pats
+            .iter()
+            .position(|(p, _)| p == "\"parentId\":")
+            .expect("parentId is a key of the model");
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(pats.iter().map(|(p, _)| p.as_str()))
+            .expect("the patterns are few and short");
+        Shortcut {
+            ac,
+            replace: pats.into_iter().map(|(_, r)| r).collect(),
+            parent,
+        }
+    })
+}
+
+/// A v2 or v3 pi line renamed for the scan ([`Shortcut`]), or `None` when it must be read
+/// through [`entry_to_native`].
+pub fn scan_to_native(line: &str) -> Option<String> {
+    let sc = shortcut();
+    let mut out = String::with_capacity(line.len() + 32);
+    let mut last = 0;
+    let mut parent = false;
+    for m in sc.ac.find_iter(line) {
+        let with = sc.replace[m.pattern().as_usize()].as_deref()?;
+        parent |= m.pattern().as_usize() == sc.parent;
+        out.push_str(&line[last..m.start()]);
+        out.push_str(with);
+        last = m.end();
+    }
+    if !parent {
+        return None;
+    }
+    out.push_str(&line[last..]);
+    Some(out)
 }
 
 /// The message of a sessiontree line found in a pi file.
@@ -591,7 +721,10 @@ pub fn entry_to_pi(line: &str) -> Result<String, LineError> {
         if let Some(v) = obj.get("id") {
             marker.set("id", v.to_owned());
         }
-        marker.set("parentId", obj.get("target_id").unwrap_or("null").to_owned());
+        marker.set(
+            "parentId",
+            obj.get("target_id").unwrap_or("null").to_owned(),
+        );
         if let Some(v) = obj.get("timestamp") {
             marker.set("timestamp", v.to_owned());
         }
@@ -616,7 +749,9 @@ fn header_dialect(obj: &Map<String, Value>) -> Result<Option<Dialect>, LineError
     let native = obj.contains_key("parent_session");
     let version = obj.get("version");
     if pi && native {
-        return bad("the session header mixes pi's and sessiontree's keys: the dialect cannot be told");
+        return bad(
+            "the session header mixes pi's and sessiontree's keys: the dialect cannot be told",
+        );
     }
     let v = match version {
         None if native => return bad("session header has no valid integer `version`"),
@@ -646,7 +781,9 @@ fn line_dialect(line: &str) -> Result<Option<bool>, LineError> {
         return Ok(None);
     };
     match (obj.contains_key("parentId"), obj.contains_key("parent_id")) {
-        (true, true) => bad("an entry has both `parentId` and `parent_id`: the dialect cannot be told"),
+        (true, true) => {
+            bad("an entry has both `parentId` and `parent_id`: the dialect cannot be told")
+        }
         (true, false) => Ok(Some(true)),
         (false, true) => Ok(Some(false)),
         (false, false) => Ok(None),
@@ -656,7 +793,10 @@ fn line_dialect(line: &str) -> Result<Option<bool>, LineError> {
 /// Tells a file's dialect from its header and its first entry lines (`first_lines`, any
 /// number, the first that says wins). A header that says nothing and entries that say
 /// nothing read as sessiontree's (nothing in them can be misread).
-pub fn detect<'a>(header: &str, first_lines: impl IntoIterator<Item = &'a str>) -> Result<Dialect, LineError> {
+pub fn detect<'a>(
+    header: &str,
+    first_lines: impl IntoIterator<Item = &'a str>,
+) -> Result<Dialect, LineError> {
     let obj = match serde_json::from_str::<Value>(header) {
         Ok(Value::Object(o)) => o,
         // The header's own checks word this.
@@ -688,7 +828,14 @@ pub fn header_to_native(header: &str) -> Result<String, LineError> {
     out.set_if_missing("parent_session", "null");
     // Order as a sessiontree writer writes it.
     let mut ordered = RawObj(Vec::new());
-    for key in ["type", "version", "id", "timestamp", "cwd", "parent_session"] {
+    for key in [
+        "type",
+        "version",
+        "id",
+        "timestamp",
+        "cwd",
+        "parent_session",
+    ] {
         if let Some(v) = out.remove(key) {
             ordered.0.push((Cow::Borrowed(key), v));
         }
@@ -711,7 +858,9 @@ pub fn header_to_pi_new(header: &str) -> Result<String, LineError> {
     let mut obj = RawObj::parse(header)?;
     let parent = obj.remove("parent_session");
     let mut out = convert_object(obj, &[&model::HEADER], Dir::ToPi)?;
-    let parent = parent.and_then(|v| v.raw().map(str::to_owned)).unwrap_or_else(|| "null".into());
+    let parent = parent
+        .and_then(|v| v.raw().map(str::to_owned))
+        .unwrap_or_else(|| "null".into());
     out.set("parentSession", parent);
     Ok(out.write())
 }
@@ -792,6 +941,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_shortcut_agrees_with_the_translation() {
+        let pi = r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[{"type":"text","text":"a \"toolCall\" \"parentId\": x"},{"type":"image","data":"d","mimeType":"image/png"}],"isError":false,"timestamp":5}}"#;
+        let fast = scan_to_native(pi).unwrap();
+        assert_eq!(fast, entry_to_native(pi, Dialect::Pi(3), None).unwrap());
+        let label = r#"{"type":"label","id":"b","parentId":"a","timestamp":"T","targetId":"a"}"#;
+        assert_eq!(scan_to_native(label), None);
+        let ours = r#"{"type":"custom","id":"a","parent_id":null,"timestamp":"T"}"#;
+        assert_eq!(scan_to_native(ours), None);
+    }
+
+    #[test]
     fn camel_case() {
         assert_eq!(camel("first_kept_entry_id"), "firstKeptEntryId");
         assert_eq!(camel("tool_result"), "toolResult");
@@ -831,7 +991,10 @@ mod tests {
         let our_line = r#"{"type":"custom","id":"a","parent_id":null}"#;
         assert_eq!(detect(pi_header, [pi_line]).unwrap(), Dialect::Pi(3));
         assert_eq!(detect(pi_header, [our_line]).unwrap(), Dialect::Native);
-        assert_eq!(detect(pi_header, ["junk", pi_line]).unwrap(), Dialect::Pi(3));
+        assert_eq!(
+            detect(pi_header, ["junk", pi_line]).unwrap(),
+            Dialect::Pi(3)
+        );
         let v1 = r#"{"type":"session","id":"s","timestamp":"T","cwd":"/"}"#;
         assert_eq!(detect(v1, ["{}"]).unwrap(), Dialect::Pi(1));
         let ours = r#"{"type":"session","version":3,"id":"s","timestamp":"T","cwd":"/","parent_session":null,"metadata":null}"#;

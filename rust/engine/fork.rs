@@ -22,11 +22,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, RefProblem, NONE};
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 use crate::engine::json_text::push_str;
 use crate::engine::jsonl::{self, create_private, lock_writer, Durability, IssueKind, Limits};
-use crate::engine::dialect::{self, Dialect};
 use crate::engine::line::{parse_entry, LineError, ParsedEntry};
 use crate::engine::open::{check_header_line, Backing, FileBacking};
 use crate::engine::store::Store;
@@ -360,7 +360,8 @@ impl Copy<'_> {
             let pi_line;
             let extra: &[u8] = if src.dialect.is_pi() {
                 pi_line = dialect::entry_to_pi(text).map_err(bad)?;
-                let native = dialect::entry_to_native(&pi_line, Dialect::Pi(3), None).map_err(bad)?;
+                let native =
+                    dialect::entry_to_native(&pi_line, Dialect::Pi(3), None).map_err(bad)?;
                 parsed = parse_entry(&native, limits.max_id_bytes)
                     .map_err(bad)?
                     .into_owned();

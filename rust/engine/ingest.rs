@@ -14,11 +14,11 @@ use std::path::Path;
 use std::sync::{mpsc, Condvar, Mutex};
 
 use crate::engine::arena::{Kind, RefProblem, Role};
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
     scan_error, scan_into, BatchLine, IssueKind, Limits, Line, LoadIssue, ScanEnd, ScanSpan,
 };
-use crate::engine::dialect::{self, Dialect};
 use crate::engine::line::{parse_entry_fast, parse_entry_serde, ParsedEntry, UsageSums};
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
@@ -50,7 +50,11 @@ impl Store {
         let limits = self.limits;
         let mut buf = Vec::new();
         let end = match &file {
-            Some(file) if rest >= 2 * PARALLEL_CHUNK && threads() > 1 && self.dialect != Dialect::Pi(1) => {
+            Some(file)
+                if rest >= 2 * PARALLEL_CHUNK
+                    && threads() > 1
+                    && self.dialect != Dialect::Pi(1) =>
+            {
                 let done = self.scan_parallel(file, offset, len, &path)?;
                 self.next_line_no = done.next_line_no;
                 // What the chunks left: a torn tail, or lines appended meanwhile.
@@ -211,7 +215,10 @@ impl Store {
         message: String,
     ) -> Result<()> {
         if message == dialect::MIXED_IN_PI || message == dialect::MIXED_IN_NATIVE {
-            let path = self.path().map(|p| format!("{}: ", p.display())).unwrap_or_default();
+            let path = self
+                .path()
+                .map(|p| format!("{}: ", p.display()))
+                .unwrap_or_default();
             return err(
                 ErrorCode::Corrupt,
                 format!("{path}line {line} (byte {offset}): {message}; it is refused, not read"),
@@ -405,15 +412,23 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
                 format!("JSON nested deeper than the limit of {max}"),
             );
         }
-        // pi's lines are translated into ours first (`dialect.rs`), then read as ours.
+        // pi's lines are translated into ours first (`dialect.rs`), then read as ours:
+        // most in one renaming pass, the rest (and any the pass leaves unreadable) in full.
+        if dialect != Dialect::Pi(1) {
+            if let Some(native) = dialect::scan_to_native(text) {
+                let parsed = parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
+                    .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes));
+                if let Ok(p) = parsed {
+                    return Pre::Entry(p.into_owned(), len);
+                }
+            }
+        }
         let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));
-        return match dialect::entry_to_native(text, dialect, v1)
-            .and_then(|native| {
-                parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
-                    .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes))
-                    .map(ParsedEntry::into_owned)
-            })
-        {
+        return match dialect::entry_to_native(text, dialect, v1).and_then(|native| {
+            parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
+                .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes))
+                .map(ParsedEntry::into_owned)
+        }) {
             Ok(p) => Pre::Entry(p, len),
             Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
         };

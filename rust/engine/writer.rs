@@ -8,10 +8,10 @@ use std::path::Path;
 use memchr::memchr;
 
 use crate::engine::arena::{RefProblem, NONE};
+use crate::engine::dialect;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
-use crate::engine::dialect;
 use crate::engine::line::{parse_entry, LineError};
 use crate::engine::open::{Backing, FileBacking};
 use crate::engine::store::Store;
@@ -114,7 +114,8 @@ impl Store {
         let pi_line;
         let line = if self.dialect.is_pi() {
             pi_line = dialect::entry_to_pi(text).map_err(bad_line)?;
-            let native = dialect::entry_to_native(&pi_line, self.dialect, None).map_err(bad_line)?;
+            let native =
+                dialect::entry_to_native(&pi_line, self.dialect, None).map_err(bad_line)?;
             parsed = parse_entry(&native, self.limits.max_id_bytes)
                 .map_err(bad_line)?
                 .into_owned();

@@ -30,15 +30,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _describe(path: str) -> tuple[tuple[str, int], int]:
+    """The file's dialect and format version, and its entry count."""
+    storage = JsonlSessionStorage.open(path, readonly=True)
+    try:
+        return (storage.dialect, storage.format_version), len(storage)
+    finally:
+        storage.close()
+
+
 def run(args: argparse.Namespace, opts: Options) -> int:
     path = resolve(opts, args.session)
     stem = path[: -len(SUFFIX)] if path.endswith(SUFFIX) else path
     dest = os.path.abspath(args.output) if args.output else f"{stem}.{args.to}{SUFFIX}"
-    with JsonlSessionStorage.open(path, readonly=True) as source:
-        before = (source.dialect, source.format_version)
+    before, _ = _describe(path)
     convert_file(path, dest, to=args.to)
-    with JsonlSessionStorage.open(dest, readonly=True) as new:
-        count, after = len(new), (new.dialect, new.format_version)
+    after, count = _describe(dest)
     doc = {
         "source": {"path": path, "dialect": before[0], "version": before[1]},
         "output": {"path": dest, "dialect": after[0], "version": after[1], "entry_count": count},
