@@ -138,7 +138,7 @@ pub(super) fn check_header_and_dialect(
     let text = std::str::from_utf8(header)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
     let corrupt = |e: crate::engine::line::LineError| EngineError::new(ErrorCode::Corrupt, e.0);
-    let end = after.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let end = memchr::memrchr(b'\n', after).map_or(0, |i| i + 1);
     let lines = after[..end]
         .split(|&b| b == b'\n')
         .filter_map(|l| std::str::from_utf8(l).ok())
@@ -176,7 +176,8 @@ impl Store {
     pub fn memory_from_bytes(data: &[u8], strict: bool, limits: Limits) -> Result<Store> {
         let header_end = memchr(b'\n', data)
             .ok_or_else(|| EngineError::new(ErrorCode::Corrupt, "missing session header"))?;
-        let peek = &data[header_end + 1..(header_end + 1 + DIALECT_PEEK_BYTES).min(data.len())];
+        // Every line is in memory: the first ones tell the dialect, however long.
+        let peek = &data[header_end + 1..];
         let (id, dialect) = check_header_and_dialect(&data[..header_end], peek, &limits)?;
         let mut store = Store::new(
             Backing::Memory(data[..=header_end].to_vec()),
@@ -352,10 +353,9 @@ impl Store {
         let header_len = reader
             .stream_position()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        let mut peek = vec![0u8; DIALECT_PEEK_BYTES];
-        let got = read_at_most(&file, &mut peek, header_len)
+        let peek = peek_lines(&file, header_len, opts.limits.max_line_bytes)
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
-        let (id, dialect) = check_header_and_dialect(&header, &peek[..got], &opts.limits)
+        let (id, dialect) = check_header_and_dialect(&header, &peek, &opts.limits)
             .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
         if !opts.readonly && !dialect.writable() {
             return err(
@@ -498,6 +498,23 @@ impl Store {
 }
 
 /// Writes (and unless `none`, syncs) a new file's header line.
+/// The bytes after the header that tell the dialect: [`DIALECT_PEEK_BYTES`], or more
+/// until they hold a whole line (a first entry can be long), up to a line's limit.
+fn peek_lines(file: &File, offset: u64, max_line: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut want = DIALECT_PEEK_BYTES;
+    loop {
+        let start = buf.len();
+        buf.resize(want, 0);
+        let got = read_at_most(file, &mut buf[start..], offset + start as u64)?;
+        buf.truncate(start + got);
+        if got < want - start || memchr(b'\n', &buf).is_some() || want > max_line {
+            return Ok(buf);
+        }
+        want *= 2;
+    }
+}
+
 /// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).
 fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     let mut done = 0;

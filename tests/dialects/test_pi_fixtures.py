@@ -280,3 +280,17 @@ def test_compaction_cut_points(name: str, want: dict[str, Any]) -> None:
         assert plan.first_kept_entry_id == want["firstKeptEntryId"]
         assert plan.tokens_before == want["tokensBefore"]
         assert plan.is_split_turn == want["isSplitTurn"]
+
+
+def test_lines_as_the_file_holds_them() -> None:
+    lines = (FIXTURES / "a-linear.jsonl").read_bytes().split(b"\n")[1:-1]
+    with storage("a-linear.jsonl") as s:
+        assert [s.get_line(e.id) for e in s.get_entries()] == lines
+        with pytest.raises(st.SessionError) as e:
+            s.get_line("nope")
+        assert e.value.code == "not_found"
+    memory = st.InMemorySessionStorage()
+    session = st.Session(memory)
+    entry_id = session.append_message(st.UserMessage("hi", timestamp=1))
+    line = memory.get_line(entry_id)
+    assert st.entry_from_json(line) == memory.get_entry(entry_id)

@@ -4,6 +4,7 @@ reader of pi's documented rules), and the bytes already there stay as they were.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,45 @@ def test_hostile_pi_files(tmp_path: Path, write_session: Any) -> None:
         assert s.dialect == "pi" and len(s) == 1
         (issue,) = s.load_report.issues
         assert issue.kind == "malformed" and issue.line == 3
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SESSIONTREE_PI_1GB"), reason="set SESSIONTREE_PI_1GB=1 (writes 1 GiB)"
+)
+def test_a_one_gigabyte_pi_file(tmp_path: Path) -> None:
+    """pi cannot open a file over 512 MiB; sessiontree reads a 1 GiB one like any other."""
+    path = tmp_path / "big.jsonl"
+    text = "x" * (64 << 10)
+    n = (1 << 30) // len(text) + 1
+    with path.open("wb") as f:
+        f.write((FIXTURES / "a-linear.jsonl").read_bytes().split(b"\n")[0] + b"\n")
+        parent = "null"
+        for i in range(n):
+            entry = (
+                f'{{"type":"message","id":"m{i:07d}","parentId":{parent},'
+                f'"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user",'
+                f'"content":[{{"type":"text","text":"{text}"}}],"timestamp":1}}}}\n'
+            )
+            f.write(entry.encode())
+            parent = f'"m{i:07d}"'
+    assert path.stat().st_size > 1 << 30
+    with st.JsonlSessionStorage.open(path, readonly=True, index=False) as s:
+        assert s.dialect == "pi" and len(s) == n and s.load_report.ok
+        assert s.get_leaf_id() == f"m{n - 1:07d}"
+        last = s.get_entry(f"m{n - 1:07d}")
+        assert isinstance(last, st.MessageEntry) and isinstance(last.message, st.UserMessage)
+
+
+def test_a_first_entry_longer_than_the_peek(tmp_path: Path) -> None:
+    """The dialect is told from the first whole entry, however long it is."""
+    header = (FIXTURES / "a-linear.jsonl").read_bytes().split(b"\n")[0] + b"\n"
+    entry = (
+        '{"type":"message","id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+        '"message":{"role":"user","content":"' + "y" * (300 << 10) + '","timestamp":1}}\n'
+    ).encode()
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(header + entry)
+    with st.JsonlSessionStorage.open(path, readonly=True) as s:
+        assert s.dialect == "pi" and len(s) == 1 and s.load_report.ok
+    memory = st.InMemorySessionStorage.from_jsonl(header + entry)
+    assert memory.dialect == "pi" and len(memory) == 1

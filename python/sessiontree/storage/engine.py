@@ -404,6 +404,14 @@ class _EngineStorage(SessionStorage):
             out.append(lookup(entry_id))
         return out
 
+    def get_line(self, entry_id: str) -> bytes:
+        self._check()
+        _check_id_arg("entry_id", entry_id, optional=False)
+        pos = self._engine.lookup(entry_id)
+        if pos is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return self._engine.raw_line(pos)
+
     def get_tree(self) -> list[TreeNode]:
         self._check()
         engine = self._engine
