@@ -476,3 +476,37 @@ def test_many_sessions_in_one_loop(tmp_path: Path, msgs: Any) -> None:
             branch = session.get_branch()
             assert [e.id for e in branch][1:] == ids
             assert branch[-1].message.content[0].text == f"{k}:{n_turns - 1}"  # type: ignore[attr-defined]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads (3.12+)
+def test_a_forked_child_gets_its_own_worker_threads(recording: ThreadRecordingStorage) -> None:
+    import os
+
+    release = threading.Event()
+    session = st.AsyncSession(recording)
+
+    async def parent() -> None:
+        # A call of this session is running in its worker thread at the fork.
+        started = threading.Event()
+
+        def slow() -> None:
+            started.set()
+            release.wait(10)
+
+        future = session._lane.submit(slow)
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        pid = os.fork()
+        if pid == 0:  # the child: the same session's next call must still run
+            code = 1
+            try:
+                asyncio.run(asyncio.wait_for(session.append_message(st.UserMessage("c")), 10))
+                code = 0
+            finally:
+                os._exit(code)
+        release.set()
+        await asyncio.wrap_future(future)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    asyncio.run(parent())
