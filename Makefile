@@ -10,6 +10,10 @@ BIN := $(VENV)/bin
 # pyproject.toml stays `python` alone, so a plain `maturin build` ships without them.
 # `python` is repeated here in case the command line replaces pyproject's list.
 DEV_FEATURES := --features python,test-hooks
+# The extras a dev install brings, and the pins of their test dependencies (pip reads
+# PIP_CONSTRAINT, a space-separated list, when maturin installs the extras).
+EXTRAS := dev,cli,aio-test
+CONSTRAINTS := constraints/async.txt
 
 .PHONY: help
 help: ## List the targets
@@ -22,11 +26,11 @@ $(PY):
 
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
-	$(BIN)/maturin develop --release $(DEV_FEATURES) --extras dev,cli -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
-	$(BIN)/maturin develop $(DEV_FEATURES) --extras dev,cli -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: demo
 demo: install ## Install, then build a real session on disk and print its tree and context

@@ -88,6 +88,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .aio import AsyncSession, AsyncSessionRepo
     from .repo import (
         FORK_POSITIONS,
         ForkPosition,
@@ -105,6 +106,9 @@ __version__ = "0.1.0"
 # Names loaded on first use (PEP 562), so ``import sessiontree`` does not pay for them:
 # the session repositories are a separate layer over the core that many programs never use.
 _LAZY: dict[str, str] = {
+    # The async API imports asyncio, which programs without an event loop never need.
+    "AsyncSession": ".aio",
+    "AsyncSessionRepo": ".aio",
     "FORK_POSITIONS": ".repo",
     "ForkPosition": ".repo",
     "InMemorySessionRepo": ".repo",
@@ -143,6 +147,8 @@ __all__ = [
     "ActiveToolsChangeEntry",
     "AgentMessage",
     "AssistantMessage",
+    "AsyncSession",
+    "AsyncSessionRepo",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
     "CompactionEntry",
