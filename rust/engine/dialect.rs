@@ -18,8 +18,9 @@
 //!
 //! pi has no `leaf` entry (its leaf is the last entry of the file). A sessiontree leaf
 //! move in a pi file is written as a `custom` entry of type [`LEAF_MARKER`] hung under the
-//! target, which pi ignores in the context, so pi resumes at the target too; sessiontree
-//! reads the marker back as a `leaf` entry.
+//! target, which pi ignores in the context, so pi resumes at the target too; its `data`
+//! names the leaf it moved from, and sessiontree reads it back as the `leaf` entry it was
+//! (parent: that leaf; target: the marker's parent).
 
 use std::borrow::Cow;
 
@@ -568,13 +569,20 @@ pub fn entry_to_native(
         }
     }
     if ty == "custom" && obj.get_str("customType").as_deref() == Some(LEAF_MARKER) {
-        // The marker hangs under the target.
+        // The marker hangs under the target; its data names the leaf it moved from,
+        // which is a leaf entry's parent.
+        let from = match obj.get("data") {
+            Some(d) if is_object(d) => RawObj::parse(d)?.get("parentId").map(str::to_owned),
+            _ => None,
+        };
         let mut leaf = RawObj(Vec::new());
         leaf.set("type", json_str("leaf"));
-        for key in ["id", "parentId", "timestamp"] {
-            if let Some(v) = obj.get(key) {
-                leaf.set(key, v.to_owned());
-            }
+        if let Some(v) = obj.get("id") {
+            leaf.set("id", v.to_owned());
+        }
+        leaf.set("parentId", from.unwrap_or_else(|| "null".to_owned()));
+        if let Some(v) = obj.get("timestamp") {
+            leaf.set("timestamp", v.to_owned());
         }
         leaf.set("targetId", obj.get("parentId").unwrap_or("null").to_owned());
         obj = leaf;
@@ -729,6 +737,8 @@ pub fn entry_to_pi(line: &str) -> Result<String, LineError> {
             marker.set("timestamp", v.to_owned());
         }
         marker.set("customType", json_str(LEAF_MARKER));
+        let from = obj.get("parent_id").unwrap_or("null");
+        marker.set("data", format!("{{\"parentId\":{from}}}"));
         return Ok(marker.write());
     }
     let mut obj = convert_object(obj, &entry_defs(&ty), Dir::ToPi)?;
@@ -975,12 +985,12 @@ mod tests {
         let pi = entry_to_pi(native).unwrap();
         assert_eq!(
             pi,
-            r#"{"type":"custom","id":"l","parentId":"t","timestamp":"T","customType":"sessiontree.leaf"}"#
+            r#"{"type":"custom","id":"l","parentId":"t","timestamp":"T","customType":"sessiontree.leaf","data":{"parentId":"x"}}"#
         );
         let back = entry_to_native(&pi, Dialect::Pi(3), None).unwrap();
         assert_eq!(
             back,
-            r#"{"type":"leaf","id":"l","parent_id":"t","timestamp":"T","target_id":"t"}"#
+            r#"{"type":"leaf","id":"l","parent_id":"x","timestamp":"T","target_id":"t"}"#
         );
     }
 

@@ -37,7 +37,8 @@ Dialect = Literal["sessiontree", "pi"]
 LEAF_MARKER: Final[str] = _core.PI_LEAF_MARKER
 """The ``customType`` of the ``custom`` entry that stands for a leaf move in a pi file: it
 hangs under the target, so pi (whose leaf is the last entry) resumes there too, and it adds
-nothing to pi's context. sessiontree reads it back as a :class:`~sessiontree.LeafEntry`."""
+nothing to pi's context; its ``data`` (``{"parentId": ...}``) names the leaf it moved from.
+sessiontree reads it back as the :class:`~sessiontree.LeafEntry` it was."""
 
 
 _COMPACTION_PREFIX: Final = (
@@ -117,8 +118,7 @@ def convert_file(
     ``to="pi"`` gives a pi v3 file (so pi's v1 and v2 files are migrated as pi migrates
     them, and a sessiontree session becomes one pi can resume); ``to="sessiontree"`` gives
     FORMAT.md's dialect. Lines no reader takes as entries (not JSON, a torn tail) are left
-    out. What one dialect cannot say (a sessiontree ``leaf`` entry's own
-    parent: pi's marker hangs under the target) is described in the README.
+    out.
 
     Raises:
         SessionError: ``not_found`` for a missing source, ``exists``, ``corrupt`` (naming
