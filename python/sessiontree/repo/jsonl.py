@@ -11,9 +11,10 @@ import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from .._util import fspath_arg, uuid7
+from ..entries import SessionHeader
 from ..errors import SessionError
 from ..session import Session
 from ..storage import (
@@ -149,6 +150,12 @@ class JsonlSessionRepo(SessionRepo):
         sid = _ref_id(ref)
         return sid, os.path.join(self._root, sid + _SUFFIX)
 
+    # The dialect new sessions are written in, and where a new session's file goes.
+    _dialect: Literal["sessiontree", "pi"] = "sessiontree"
+
+    def _new_session_path(self, header: SessionHeader) -> str:
+        return os.path.join(self._root, header.id + _SUFFIX)
+
     # -- create / open ---------------------------------------------------------------
 
     def create(
@@ -161,10 +168,13 @@ class JsonlSessionRepo(SessionRepo):
         session_id: str | None = None,
     ) -> Session:
         header = _new_header(cwd, name, parent_session, metadata, session_id)
-        sid = header.id
-        path = os.path.join(self._root, sid + _SUFFIX)
+        path = self._new_session_path(header)
         storage = JsonlSessionStorage.create(
-            path, header, durability=self._durability, limits=self._limits
+            path,
+            header,
+            durability=self._durability,
+            limits=self._limits,
+            dialect=self._dialect,
         )
         session = Session(storage)
         if name is not None:

@@ -10,13 +10,13 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from .._util import fspath_arg, iso_to_datetime, uuid7
-from ..entries import MessageEntry
+from ..entries import MessageEntry, SessionHeader
 from ..errors import SessionError
 from ..messages import AssistantMessage, UserMessage
 from ..session import Session
 from ..storage import Durability, JsonlSessionStorage, Limits, SessionStorage
 from ..types import SessionMetadata
-from .base import ForkPosition, SessionRef, _check_fork_args, _new_header, _ref_id
+from .base import ForkPosition, SessionRef, _check_fork_args, _ref_id
 from .files import _make_private_dir
 from .fork import fork_file
 from .jsonl import JsonlSessionRepo
@@ -180,31 +180,10 @@ class PiSessionRepo(JsonlSessionRepo):
         _make_private_dir(folder)
         return os.path.join(folder, pi_file_name(session_id, created))
 
-    def create(
-        self,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        name: str | None = None,
-        parent_session: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        session_id: str | None = None,
-    ) -> Session:
-        """A new pi session in the folder of ``cwd`` (see :meth:`SessionRepo.create`);
-        ``session_id`` defaults to a new uuid, as pi's."""
-        header = _new_header(cwd, name, parent_session, metadata, session_id)
-        path = self._new_path(header.id, header.cwd, iso_to_datetime(header.timestamp))
-        storage = JsonlSessionStorage.create(
-            path, header, durability=self._durability, limits=self._limits, dialect="pi"
-        )
-        session = Session(storage)
-        if name is not None:
-            try:
-                session.append_session_info(name)
-            except BaseException:
-                storage.close()
-                os.unlink(path)
-                raise
-        return session
+    _dialect = "pi"
+
+    def _new_session_path(self, header: SessionHeader) -> str:
+        return self._new_path(header.id, header.cwd, iso_to_datetime(header.timestamp))
 
     def fork(
         self,
