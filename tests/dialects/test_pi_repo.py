@@ -99,3 +99,24 @@ def test_a_fixture_opens_by_its_pi_id(tmp_path: Path) -> None:
         assert s.get_leaf_id() == FILES[name]["leafId"]
         s.append_message(st.UserMessage("continued"))
     assert pi_read(folder / pi_file_name(sid, created))["roles"][-1] == "user"
+
+
+def test_a_fork_of_an_old_pi_file_is_a_v3_file(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    root.mkdir()
+    for name in ("g-v1.jsonl", "g-v2.jsonl"):
+        shutil.copyfile(FIXTURES / name, root / name)
+    repo = st.PiSessionRepo(root)
+    for name in ("g-v1.jsonl", "g-v2.jsonl"):
+        sid = FILES[name]["header"]["id"]
+        with st.JsonlSessionStorage.open(root / name, readonly=True) as old:
+            entries = old.get_entries()
+        with repo.fork(sid) as fork:
+            path = Path(fork.storage.path)
+            assert fork.storage.format_version == 3
+            assert fork.storage.get_entries() == entries
+            fork.append_message(st.UserMessage("after the fork"))
+        pi = pi_read(path)
+        assert pi["header"]["version"] == 3
+        assert [e["id"] for e in pi["entries"]][: len(entries)] == [e.id for e in entries]
+        assert "hookMessage" not in path.read_text()
