@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 # `python` is repeated here in case the command line replaces pyproject's list.
 DEV_FEATURES := --features python,test-hooks
 # The extras a dev install brings, and the pins of their test dependencies (pip reads
-# PIP_CONSTRAINT when maturin installs the extras).
+# PIP_CONSTRAINT, a space-separated list, when maturin installs the extras).
 EXTRAS := dev,cli,aio-test
 CONSTRAINTS := constraints/async.txt
 
@@ -26,12 +26,12 @@ $(PY):
 
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
-	PIP_CONSTRAINT=$(CONSTRAINTS) $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
 	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
-	PIP_CONSTRAINT=$(CONSTRAINTS) $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
 	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: demo

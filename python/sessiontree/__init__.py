@@ -45,6 +45,7 @@ from .entries import (
 )
 from .errors import ERROR_CODES, SessionError
 from .messages import (
+    BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
         ForkPosition,
         InMemorySessionRepo,
         JsonlSessionRepo,
+        PiSessionRepo,
         SessionRef,
         SessionRepo,
         get_entries_to_fork,
@@ -112,6 +114,7 @@ _LAZY: dict[str, str] = {
     "ForkPosition": ".repo",
     "InMemorySessionRepo": ".repo",
     "JsonlSessionRepo": ".repo",
+    "PiSessionRepo": ".repo",
     "SessionRef": ".repo",
     "SessionRepo": ".repo",
     "get_entries_to_fork": ".repo",
@@ -138,6 +141,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BASH_EXECUTION_ROLE",
     "DURABILITY_MODES",
     "ENTRY_TYPES",
     "ERROR_CODES",
@@ -175,6 +179,7 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "PiSessionRepo",
     "PostgresSessionRepo",
     "PostgresSessionStorage",
     "Session",

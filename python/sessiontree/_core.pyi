@@ -16,6 +16,7 @@ __all__ = [
     "MAX_REPORTED_ISSUES",
     "MESSAGE_ROLES",
     "MODEL",
+    "PI_LEAF_MARKER",
     "STOP_REASONS",
     "THINKING_LEVELS",
     "Engine",
@@ -24,6 +25,8 @@ __all__ = [
     "_register_encoder",
     "_register_error_classes",
     "_register_model",
+    "convert_lines",
+    "pi_name",
 ]
 
 __version__: str
@@ -102,6 +105,7 @@ class Engine:
         max_id_bytes: int | None = None,
         index: bool = True,
         index_min_bytes: int | None = None,
+        dialect: str = "sessiontree",
     ) -> Engine: ...
     @staticmethod
     def open(
@@ -116,6 +120,10 @@ class Engine:
         index_min_bytes: int | None = None,
     ) -> Engine: ...
     def header(self) -> bytes: ...
+    def raw_header(self) -> bytes: ...
+    @property
+    def dialect(self) -> tuple[str, int]: ...
+    def raw_line(self, idx: int) -> bytes: ...
     @property
     def session_id(self) -> str: ...
     @property
@@ -214,3 +222,13 @@ def _register_model(classes: Mapping[str, type], empties: Mapping[str, object]) 
     """Hand the binding the model classes it builds entries of, by class name, and the shared
     instances a missing nested object reads as (``sessiontree.storage.engine`` calls this
     once at import)."""
+
+PI_LEAF_MARKER: Final[str]
+"""The ``customType`` of the entry that stands for a leaf move in a pi file."""
+
+def pi_name(name: str) -> str:
+    """pi's spelling of a sessiontree name: ``"tool_result"`` → ``"toolResult"``."""
+
+def convert_lines(data: bytes, to: str) -> bytes:
+    """A whole session document translated into dialect ``to`` (``"pi"`` or
+    ``"sessiontree"``); ``corrupt`` naming the line that cannot be."""

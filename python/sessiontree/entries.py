@@ -43,6 +43,7 @@ from .messages import (
     _SRC,
     AgentMessage,
     Usage,
+    UserContentBlock,
     _check_bool,
     _check_count,
     _check_int,
@@ -50,6 +51,9 @@ from .messages import (
     _check_not_empty,
     _check_opt_str,
     _check_str,
+    _check_user_content,
+    _content_from_json,
+    _content_to_json,
     _corrupt,
     _extra_of,
     _fast_init,
@@ -405,13 +409,14 @@ class CustomMessageEntry(SessionTreeEntry):
 
     Attributes:
         custom_type: the application's name for this kind of message.
-        content: the text.
+        content: the text, or a sequence of :class:`TextContent` / :class:`ImageContent`
+            (stored as a tuple), as pi writes some.
         details: any JSON value for the application.
         display: whether a UI should show it.
     """
 
     custom_type: str
-    content: str
+    content: str | Sequence[UserContentBlock]
     details: Any = None
     display: bool = True
 
@@ -423,7 +428,7 @@ class CustomMessageEntry(SessionTreeEntry):
     def __post_init__(self) -> None:
         _check_base(self)
         _check_str(self, "custom_type", self.custom_type)
-        _check_str(self, "content", self.content)
+        _check_user_content(self)
         _check_json_keys(self, "details", self.details)
         _check_bool(self, "display", self.display)
 
@@ -730,7 +735,7 @@ def _custom_message_to_json(e: CustomMessageEntry) -> dict[str, Any]:
         "parent_id": e.parent_id,
         "timestamp": e.timestamp,
         "custom_type": e.custom_type,
-        "content": e.content,
+        "content": _content_to_json(e.content),
         "details": e.details,
         "display": e.display,
     }
@@ -944,7 +949,7 @@ def _custom_message_from_json(d: dict[str, Any]) -> CustomMessageEntry:
         parent_id=d["parent_id"],
         timestamp=d["timestamp"],
         custom_type=d["custom_type"],
-        content=d["content"],
+        content=_content_from_json(d["content"]),
         details=d.get("details"),
         display=d.get("display", True),
     )
@@ -1106,6 +1111,12 @@ def _make_trusted_entry_reader() -> _EntryReader:
             raise _Untrusted
         return value
 
+    def text(value: Any) -> str:
+        # Block content (pi's custom messages) goes through the validating path.
+        if value.__class__ is not str:
+            raise _Untrusted
+        return value
+
     # Rare types: keyword calls for clarity. ``d[...]`` is used wherever the validating path
     # requires the key, so a missing one (which the engine tolerates) fails over to it.
     simple: dict[str, tuple[Callable[..., Any], Callable[[dict[str, Any]], dict[str, Any]]]] = {
@@ -1153,7 +1164,7 @@ def _make_trusted_entry_reader() -> _EntryReader:
             _fast_init(CustomMessageEntry),
             lambda d: {
                 "custom_type": d["custom_type"],
-                "content": d["content"],
+                "content": text(d["content"]),
                 "details": d.get("details"),
                 "display": flag(d, "display", True),
             },

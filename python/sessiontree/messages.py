@@ -41,6 +41,7 @@ from ._util import iso_to_ms, model_keys, now_ms
 from .errors import SessionError
 
 __all__ = [
+    "BASH_EXECUTION_ROLE",
     "MESSAGE_ROLES",
     "STOP_REASONS",
     "AgentMessage",
@@ -268,6 +269,31 @@ def _as_tuple(
                 f"{type(obj).__name__}.{name} items must be {expected}, got {type(item).__name__}",
             )
     return items
+
+
+BASH_EXECUTION_ROLE: Final = "bash_execution"
+"""The role pi's shell runs (``!cmd``) read as: an :class:`UnknownMessage` whose ``data``
+has ``command``, ``output``, ``exit_code``, ``cancelled``, ``truncated``,
+``full_output_path`` and ``exclude_from_context`` (see ``sessiontree.dialects.pi``)."""
+
+
+def _check_user_content(obj: Any) -> None:
+    """Checks ``obj.content``: a str, or text and image blocks (stored as a tuple)."""
+    content = obj.content
+    if not isinstance(content, str):
+        if not isinstance(content, (list, tuple)):
+            raise _invalid(obj, "content", f"a str or a list of {_USER_BLOCKS_TEXT}", content)
+        blocks = _as_tuple(obj, "content", content, _USER_BLOCKS, _USER_BLOCKS_TEXT)
+        if blocks is not content:
+            object.__setattr__(obj, "content", blocks)
+
+
+def _content_text(content: str | Sequence[ContentBlock]) -> str:
+    """The text of a message's content: the str itself, or its text blocks joined by
+    newlines (images and other blocks left out)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.text for b in content if isinstance(b, TextContent))
 
 
 class _Lazy:
@@ -571,13 +597,7 @@ class UserMessage(_Value):
         return "user"
 
     def __post_init__(self) -> None:
-        content = self.content
-        if not isinstance(content, str):
-            if not isinstance(content, (list, tuple)):
-                raise _invalid(self, "content", f"a str or a list of {_USER_BLOCKS_TEXT}", content)
-            blocks = _as_tuple(self, "content", content, _USER_BLOCKS, _USER_BLOCKS_TEXT)
-            if blocks is not content:
-                object.__setattr__(self, "content", blocks)
+        _check_user_content(self)
         _check_int(self, "timestamp", self.timestamp)
 
 
@@ -682,7 +702,8 @@ class CustomMessage(_Value):
 
     Attributes:
         custom_type: the application's name for this kind of message.
-        content: the text.
+        content: the text, or a sequence of :class:`TextContent` / :class:`ImageContent`
+            (stored as a tuple), as pi writes some.
         display: whether a UI should show it.
         details: any JSON value for the application (kept as given; do not mutate it).
         timestamp: Unix milliseconds; defaults to now.
@@ -692,7 +713,7 @@ class CustomMessage(_Value):
     """
 
     custom_type: str
-    content: str
+    content: str | Sequence[UserContentBlock]
     display: bool = True
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
@@ -704,7 +725,7 @@ class CustomMessage(_Value):
 
     def __post_init__(self) -> None:
         _check_str(self, "custom_type", self.custom_type)
-        _check_str(self, "content", self.content)
+        _check_user_content(self)
         _check_bool(self, "display", self.display)
         _check_json_keys(self, "details", self.details)
         _check_int(self, "timestamp", self.timestamp)
@@ -930,11 +951,20 @@ def _usage_to_json(u: Usage) -> dict[str, Any]:
     return d
 
 
+def _content_to_json(c: str | Sequence[ContentBlock]) -> Any:
+    """A str-or-blocks content as JSON."""
+    return c if isinstance(c, str) else _blocks_to_json(c)
+
+
+def _content_from_json(c: Any) -> Any:
+    """A str-or-blocks content from JSON."""
+    return c if isinstance(c, str) else _blocks_from_json(c)
+
+
 def _user_to_json(m: UserMessage) -> dict[str, Any]:
-    c = m.content
     return {
         "role": "user",
-        "content": c if isinstance(c, str) else _blocks_to_json(c),
+        "content": _content_to_json(m.content),
         "timestamp": m.timestamp,
     }
 
@@ -969,7 +999,7 @@ def _custom_to_json(m: CustomMessage) -> dict[str, Any]:
     return {
         "role": "custom",
         "custom_type": m.custom_type,
-        "content": m.content,
+        "content": _content_to_json(m.content),
         "display": m.display,
         "details": m.details,
         "timestamp": m.timestamp,
@@ -1129,10 +1159,7 @@ def _usage_from_json(u: Any) -> Usage:
 
 
 def _user_from_json(d: dict[str, Any]) -> UserMessage:
-    content = d["content"]
-    return UserMessage(
-        content if isinstance(content, str) else _blocks_from_json(content), d["timestamp"]
-    )
+    return UserMessage(_content_from_json(d["content"]), d["timestamp"])
 
 
 def _assistant_from_json(d: dict[str, Any]) -> AssistantMessage:
@@ -1163,7 +1190,7 @@ def _tool_result_from_json(d: dict[str, Any]) -> ToolResultMessage:
 def _custom_from_json(d: dict[str, Any]) -> CustomMessage:
     return CustomMessage(
         d["custom_type"],
-        d["content"],
+        _content_from_json(d["content"]),
         d.get("display", True),
         d.get("details"),
         d["timestamp"],
@@ -1437,7 +1464,7 @@ def _make_trusted_message_readers() -> _TrustedMessageReaders:
             return _checked_ts(
                 new_custom(
                     custom_type=d["custom_type"],
-                    content=d["content"],
+                    content=d["content"] if d["content"].__class__ is str else blocks(d["content"]),
                     display=d.get("display", True),
                     details=d.get("details"),
                     timestamp=d["timestamp"],
@@ -1480,13 +1507,17 @@ def _checked_ts(message: _V) -> _V:
 
 
 def create_custom_message(
-    custom_type: str, content: str, display: bool, details: Any, timestamp: str
+    custom_type: str,
+    content: str | Sequence[UserContentBlock],
+    display: bool,
+    details: Any,
+    timestamp: str,
 ) -> CustomMessage:
     """Build the :class:`CustomMessage` of a ``custom_message`` entry.
 
     Args:
         custom_type: the application's message kind.
-        content: the text.
+        content: the text (or text and image blocks).
         display: whether a UI should show it.
         details: any JSON value for the application.
         timestamp: the entry's ISO-8601 timestamp (converted to Unix ms).

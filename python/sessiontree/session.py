@@ -24,7 +24,7 @@ from .entries import (
     entry_to_json,
 )
 from .errors import SessionError
-from .messages import AgentMessage, Usage
+from .messages import AgentMessage, Usage, UserContentBlock
 from .storage import SessionStorage
 from .types import SessionContext, SessionStats, TreeNode
 
@@ -168,9 +168,14 @@ class Session:
         return self._add(functools.partial(CustomEntry, custom_type=custom_type, data=data))
 
     def append_custom_message_entry(
-        self, custom_type: str, content: str, display: bool = True, details: Any = None
+        self,
+        custom_type: str,
+        content: str | Sequence[UserContentBlock],
+        display: bool = True,
+        details: Any = None,
     ) -> str:
-        """Appends a custom message that goes into the context."""
+        """Appends a custom message that goes into the context (``content``: text, or text
+        and image blocks)."""
         return self._add(
             functools.partial(
                 CustomMessageEntry,

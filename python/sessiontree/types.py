@@ -323,6 +323,7 @@ class SessionMetadata:
         first_message: the text of the first user message, or ``None``.
         size_bytes: size of the session file (or document).
         error: ``None``, or why the file could not be read.
+        dialect: ``"sessiontree"``, or ``"pi"`` for a file written by pi.
     """
 
     id: str
@@ -337,3 +338,4 @@ class SessionMetadata:
     first_message: str | None = None
     size_bytes: int = 0
     error: str | None = None
+    dialect: str = "sessiontree"

@@ -314,6 +314,11 @@ impl Arena {
         self.text(self.nodes[idx as usize].id)
     }
 
+    /// The id of the last entry, if any.
+    pub fn last_id(&self) -> Option<&str> {
+        self.nodes.last().map(|n| self.text(n.id))
+    }
+
     /// The timestamp of the entry at `idx`.
     pub fn timestamp(&self, idx: u32) -> &str {
         self.text(self.nodes[idx as usize].ts)

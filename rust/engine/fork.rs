@@ -22,11 +22,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, RefProblem, NONE};
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 use crate::engine::json_text::push_str;
 use crate::engine::jsonl::{self, create_private, lock_writer, Durability, IssueKind, Limits};
-use crate::engine::line::{parse_entry, ParsedEntry};
+use crate::engine::line::{parse_entry, LineError, ParsedEntry};
 use crate::engine::open::{check_header_line, Backing, FileBacking};
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
@@ -65,6 +66,20 @@ impl Store {
         if memchr::memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
+        // A fork of a pi session is a pi session (of pi's current version), as pi's own.
+        let dialect = match self.dialect {
+            Dialect::Native => Dialect::Native,
+            Dialect::Pi(_) => Dialect::Pi(3),
+        };
+        let pi_header;
+        let header = if dialect.is_pi() {
+            let text = std::str::from_utf8(header).unwrap_or_default();
+            pi_header = dialect::header_to_pi(text)
+                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+            pi_header.as_bytes()
+        } else {
+            header
+        };
         if kept.len() != parents.len() {
             return err(
                 ErrorCode::InvalidArgument,
@@ -148,6 +163,7 @@ impl Store {
             fault: None,
         });
         let mut store = Store::new(backing, header.to_vec(), session_id, opts.limits);
+        store.dialect = dialect;
         store.arena = arena;
         store.next_line_no = next_line_no;
         store.index_min_bytes = opts.index_min_bytes;
@@ -252,10 +268,17 @@ impl Copy<'_> {
             let reparent = node.parent != p || (p == NONE && dangling.contains(&node.line_no));
             let offset = self.len;
             let kept_line;
-            let line: Option<&[u8]> = if reparent {
-                let old = src.source_bytes(node.offset, node.offset + u64::from(node.len))?;
+            // pi's v1 and v2 lines are written as v3 (the fork's header says v3).
+            let rewrite = reparent || matches!(src.dialect, Dialect::Pi(1 | 2));
+            let line: Option<&[u8]> = if rewrite {
+                let old = if src.dialect.is_pi() {
+                    let raw = src.source_bytes(node.offset, node.offset + u64::from(node.len))?;
+                    src.to_native(k, &raw)?
+                } else {
+                    src.source_bytes(node.offset, node.offset + u64::from(node.len))?
+                };
                 let parent_id = (parent != NONE).then(|| arena.id(parent));
-                kept_line = replace_parent(&old, parent_id)?;
+                kept_line = to_dialect(src.dialect, replace_parent(&old, parent_id)?)?;
                 self.put(&kept_line)?;
                 self.put(b"\n")?;
                 Some(&kept_line)
@@ -274,8 +297,23 @@ impl Copy<'_> {
                         src.source_bytes(node.offset, node.offset + u64::from(node.len))?,
                     ),
                 };
+                let read = match (line, src.dialect.is_pi()) {
+                    (None, true) => Cow::Owned(src.to_native(k, &read)?),
+                    (Some(l), true) => Cow::Owned(
+                        dialect::entry_to_native(
+                            std::str::from_utf8(l).map_err(|_| changed(src))?,
+                            Dialect::Pi(3),
+                            None,
+                        )
+                        .map_err(|_| changed(src))?
+                        .into_bytes(),
+                    ),
+                    _ => read,
+                };
                 let text = std::str::from_utf8(&read).map_err(|_| changed(src))?;
-                parse_entry(text, usize::MAX).map_err(|_| changed(src))?
+                parse_entry(text, usize::MAX)
+                    .map_err(|_| changed(src))?
+                    .into_owned()
             } else {
                 ParsedEntry {
                     kind: node.kind,
@@ -317,8 +355,20 @@ impl Copy<'_> {
                     "an appended entry is not one line",
                 );
             }
-            let parsed = parse_entry(text, limits.max_id_bytes)
-                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+            let bad = |e: LineError| EngineError::new(ErrorCode::InvalidArgument, e.0);
+            let mut parsed = parse_entry(text, limits.max_id_bytes).map_err(bad)?;
+            let pi_line;
+            let extra: &[u8] = if src.dialect.is_pi() {
+                pi_line = dialect::entry_to_pi(text).map_err(bad)?;
+                let native =
+                    dialect::entry_to_native(&pi_line, Dialect::Pi(3), None).map_err(bad)?;
+                parsed = parse_entry(&native, limits.max_id_bytes)
+                    .map_err(bad)?
+                    .into_owned();
+                pi_line.as_bytes()
+            } else {
+                extra
+            };
             let (parent, target, problems) = arena.resolve(&parsed);
             if let Some(p) = problems.first() {
                 let what = match p {
@@ -507,6 +557,18 @@ fn changed(src: &Store) -> EngineError {
 
 /// `line` with the value of its `parent_id` replaced (`None`: `null`); every other byte is
 /// kept.
+/// A sessiontree line in the fork's dialect.
+fn to_dialect(dialect: Dialect, line: Vec<u8>) -> Result<Vec<u8>> {
+    if !dialect.is_pi() {
+        return Ok(line);
+    }
+    let text = std::str::from_utf8(&line)
+        .map_err(|_| EngineError::new(ErrorCode::Corrupt, "entry line is not UTF-8"))?;
+    dialect::entry_to_pi(text)
+        .map(String::into_bytes)
+        .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+}
+
 fn replace_parent(line: &[u8], parent_id: Option<&str>) -> Result<Vec<u8>> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "entry line is not UTF-8"))?;

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::{mpsc, Condvar, Mutex};
 
 use crate::engine::arena::{Kind, RefProblem, Role};
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
     scan_error, scan_into, BatchLine, IssueKind, Limits, Line, LoadIssue, ScanEnd, ScanSpan,
@@ -49,7 +50,11 @@ impl Store {
         let limits = self.limits;
         let mut buf = Vec::new();
         let end = match &file {
-            Some(file) if rest >= 2 * PARALLEL_CHUNK && threads() > 1 => {
+            Some(file)
+                if rest >= 2 * PARALLEL_CHUNK
+                    && threads() > 1
+                    && self.dialect != Dialect::Pi(1) =>
+            {
                 let done = self.scan_parallel(file, offset, len, &path)?;
                 self.next_line_no = done.next_line_no;
                 // What the chunks left: a torn tail, or lines appended meanwhile.
@@ -109,6 +114,7 @@ impl Store {
         path: &Path,
     ) -> Result<ScanEnd> {
         let limits = self.limits;
+        let dialect = self.dialect;
         let size = PARALLEL_CHUNK as u64;
         let count = usize::try_from((len - offset).div_ceil(size)).unwrap_or(usize::MAX);
         let chunk = |k: usize| {
@@ -127,7 +133,7 @@ impl Store {
                     let mut buf = Vec::new();
                     while let Some(k) = sched.take(count) {
                         let (start, end) = chunk(k);
-                        let out = read_chunk(file, start, end, k == 0, &limits, &mut buf);
+                        let out = read_chunk(file, start, end, k == 0, &limits, dialect, &mut buf);
                         if tx.send((k, out)).is_err() {
                             break;
                         }
@@ -208,6 +214,16 @@ impl Store {
         offset: u64,
         message: String,
     ) -> Result<()> {
+        if message == dialect::MIXED_IN_PI || message == dialect::MIXED_IN_NATIVE {
+            let path = self
+                .path()
+                .map(|p| format!("{}: ", p.display()))
+                .unwrap_or_default();
+            return err(
+                ErrorCode::Corrupt,
+                format!("{path}line {line} (byte {offset}): {message}; it is refused, not read"),
+            );
+        }
         if self.strict {
             return err(
                 ErrorCode::Corrupt,
@@ -227,12 +243,13 @@ impl Store {
     /// (the lenient reader's rules, or `corrupt` in strict mode).
     pub(super) fn ingest_batch(&mut self, batch: &[BatchLine<'_>]) -> Result<()> {
         let limits = self.limits;
+        let dialect = self.dialect;
         let span = match (batch.first(), batch.last()) {
             (Some(a), Some(b)) => (b.1 - a.1) as usize,
             _ => 0,
         };
-        let parsed = parallel_map(batch, span >= PARALLEL_MIN_BYTES, |(line, _, _)| {
-            pre_parse(line, &limits)
+        let parsed = parallel_map(batch, span >= PARALLEL_MIN_BYTES, |(line, _, line_no)| {
+            pre_parse(line, &limits, dialect, *line_no)
         });
         for (pre, &(_, offset, line_no)) in parsed.into_iter().zip(batch) {
             match pre {
@@ -251,6 +268,17 @@ impl Store {
         offset: u64,
         line_no: u64,
     ) -> Result<()> {
+        let chained;
+        let parsed = if self.dialect == Dialect::Pi(1) {
+            // pi's v1 sessions are one chain: each entry hangs under the one before.
+            chained = ParsedEntry {
+                parent_id: self.arena.last_id().map(|id| Cow::Owned(id.to_owned())),
+                ..parsed.clone()
+            };
+            &chained
+        } else {
+            parsed
+        };
         let (parent, target, problems) = self.arena.resolve(parsed);
         for p in &problems {
             let (kind, message) = match p {
@@ -348,7 +376,7 @@ enum Pre<'a> {
 }
 
 /// Checks and parses one line on its own (size, UTF-8, depth, JSON, base fields).
-fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
+fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u64) -> Pre<'a> {
     let bytes = match *line {
         Line::TooLarge(n) => {
             let max = limits.max_line_bytes;
@@ -375,12 +403,42 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
     let Ok(text) = simdutf8::basic::from_utf8(trimmed) else {
         return Pre::Issue(IssueKind::InvalidUtf8, "line is not valid UTF-8".into());
     };
+    let len = trimmed.len() as u32;
+    if dialect.is_pi() {
+        if limits.depth_exceeded(trimmed) {
+            let max = limits.max_depth;
+            return Pre::Issue(
+                IssueKind::TooLarge,
+                format!("JSON nested deeper than the limit of {max}"),
+            );
+        }
+        // pi's lines are translated into ours first (`dialect.rs`), then read as ours:
+        // most in one renaming pass, the rest (and any the pass leaves unreadable) in full.
+        if dialect != Dialect::Pi(1) {
+            if let Some(native) = dialect::scan_to_native(text) {
+                let parsed = parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
+                    .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes));
+                if let Ok(p) = parsed {
+                    return Pre::Entry(p.into_owned(), len);
+                }
+            }
+        }
+        let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));
+        return match dialect::entry_to_native(text, dialect, v1).and_then(|native| {
+            parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
+                .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes))
+                .map(ParsedEntry::into_owned)
+        }) {
+            Ok(p) => Pre::Entry(p, len),
+            Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
+        };
+    }
     // Most lines take the fast path, which also bounds their depth; the rest go through
     // the depth check and serde, which word the load report's messages.
     if let Some(result) = parse_entry_fast(text, limits.max_id_bytes, limits.max_depth) {
         return match result {
-            Ok(p) => Pre::Entry(p, trimmed.len() as u32),
-            Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
+            Ok(p) => Pre::Entry(p, len),
+            Err(e) => Pre::Issue(IssueKind::Malformed, native_issue(text, e.0)),
         };
     }
     if limits.depth_exceeded(trimmed) {
@@ -391,9 +449,18 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits) -> Pre<'a> {
         );
     }
     match parse_entry_serde(text, limits.max_id_bytes) {
-        Ok(p) => Pre::Entry(p, trimmed.len() as u32),
-        Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
+        Ok(p) => Pre::Entry(p, len),
+        Err(e) => Pre::Issue(IssueKind::Malformed, native_issue(text, e.0)),
     }
+}
+
+/// A line of ours without `parent_id` that has pi's `parentId` is pi's: the file mixes
+/// dialects (refused, see [`Store::issue`]), not one malformed line.
+fn native_issue(text: &str, message: String) -> String {
+    if message.contains("`parent_id` is missing") && text.contains("\"parentId\"") {
+        return dialect::MIXED_IN_NATIVE.to_owned();
+    }
+    message
 }
 
 /// Below this many bytes a batch is parsed on the calling thread.
@@ -627,6 +694,7 @@ fn read_chunk(
     end: u64,
     first: bool,
     limits: &Limits,
+    dialect: Dialect,
     buf: &mut Vec<u8>,
 ) -> io::Result<Chunk> {
     let line_start = if first {
@@ -663,7 +731,9 @@ fn read_chunk(
         |batch| {
             lines.reserve(batch.len());
             for (line, offset, no) in batch {
-                let pre = match pre_parse(line, limits) {
+                // Chunk line numbers are relative: v1 files (ids from line numbers) are
+                // never read in chunks.
+                let pre = match pre_parse(line, limits, dialect, *no) {
                     Pre::Blank => Out::Blank,
                     Pre::Issue(kind, message) => Out::Issue(kind, message),
                     Pre::Entry(e, len) => Out::Entry(Detached::new(&e, pool), len),

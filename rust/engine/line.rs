@@ -38,7 +38,7 @@ pub struct UsageSums {
 }
 
 /// What the engine keeps of one entry line.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ParsedEntry<'a> {
     /// The entry type.
     pub kind: Kind,
@@ -62,6 +62,26 @@ pub struct ParsedEntry<'a> {
     pub role: Role,
     /// Usage of an assistant message, a compaction or a branch summary.
     pub usage: Option<UsageSums>,
+}
+
+impl ParsedEntry<'_> {
+    /// The same entry, owning its strings (a line translated from another dialect).
+    pub fn into_owned(self) -> ParsedEntry<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        ParsedEntry {
+            kind: self.kind,
+            type_name: own(self.type_name),
+            id: own(self.id),
+            parent_id: self.parent_id.map(own),
+            timestamp: own(self.timestamp),
+            target_id: self.target_id.map(own),
+            text: self.text.map(own),
+            first_kept: self.first_kept.map(own),
+            retained_tail: self.retained_tail,
+            role: self.role,
+            usage: self.usage,
+        }
+    }
 }
 
 /// Why a line was not accepted as an entry.

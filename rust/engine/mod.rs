@@ -1,6 +1,7 @@
 //! The session engine: everything that must be fast and never wrong, free of PyO3.
 
 pub mod arena;
+pub mod dialect;
 pub mod error;
 mod fastline;
 mod fork;
@@ -25,6 +26,7 @@ mod writer;
 mod tests;
 
 pub use arena::{Arena, Kind, Role, Stats, NONE};
+pub use dialect::Dialect;
 pub use error::{EngineError, ErrorCode, Result};
 pub use fork::ForkOptions;
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};

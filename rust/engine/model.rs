@@ -344,7 +344,7 @@ pub static CUSTOM_MESSAGE: TypeDef = TypeDef {
     doc: "An application-defined message that takes part in the context.",
     fields: &[
         req("custom_type", K::Str),
-        req("content", K::Str),
+        req("content", K::StrOrBlocks(USER_BLOCKS)),
         opt("display", K::Bool, D::True),
         any("details"),
         req("timestamp", K::TimestampMs),
@@ -467,7 +467,7 @@ pub static CUSTOM_MESSAGE_ENTRY: TypeDef = TypeDef {
     doc: "An application message that is sent to the model as a custom message.",
     fields: &[
         req("custom_type", K::Str),
-        req("content", K::Str),
+        req("content", K::StrOrBlocks(USER_BLOCKS)),
         any("details"),
         opt("display", K::Bool, D::True),
     ],

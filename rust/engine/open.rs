@@ -4,11 +4,12 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use memchr::memchr;
 
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 #[cfg(feature = "test-hooks")]
@@ -122,6 +123,40 @@ pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> 
     parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
 }
 
+/// How much after the header is read to tell the dialect, at most.
+const DIALECT_PEEK_BYTES: usize = 64 << 10;
+/// How many entry lines are looked at to tell the dialect, at most.
+const DIALECT_PEEK_LINES: usize = 64;
+
+/// The dialect of a file whose header is `header` and whose next bytes are `after` (the
+/// complete lines in them are looked at), and the session id its header gives.
+pub(super) fn check_header_and_dialect(
+    header: &[u8],
+    after: &[u8],
+    limits: &Limits,
+) -> Result<(String, Dialect)> {
+    let text = std::str::from_utf8(header)
+        .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
+    let corrupt = |e: crate::engine::line::LineError| EngineError::new(ErrorCode::Corrupt, e.0);
+    let end = memchr::memrchr(b'\n', after).map_or(0, |i| i + 1);
+    let lines = after[..end]
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .take(DIALECT_PEEK_LINES);
+    let found = if limits.depth_exceeded(header) {
+        Dialect::Native
+    } else {
+        dialect::detect(text.trim_end_matches('\r'), lines).map_err(corrupt)?
+    };
+    let id = if found.is_pi() {
+        let native = dialect::header_to_native(text).map_err(corrupt)?;
+        check_header_line(native.as_bytes(), limits)?
+    } else {
+        check_header_line(header, limits)?
+    };
+    Ok((id, found))
+}
+
 impl Store {
     /// A store kept in memory, starting from a header line (no newline).
     pub fn memory(header: &[u8], limits: Limits) -> Result<Store> {
@@ -141,7 +176,16 @@ impl Store {
     pub fn memory_from_bytes(data: &[u8], strict: bool, limits: Limits) -> Result<Store> {
         let header_end = memchr(b'\n', data)
             .ok_or_else(|| EngineError::new(ErrorCode::Corrupt, "missing session header"))?;
-        let mut store = Store::memory(&data[..header_end], limits)?;
+        // Every line is in memory: the first ones tell the dialect, however long.
+        let peek = &data[header_end + 1..];
+        let (id, dialect) = check_header_and_dialect(&data[..header_end], peek, &limits)?;
+        let mut store = Store::new(
+            Backing::Memory(data[..=header_end].to_vec()),
+            data[..header_end].to_vec(),
+            id,
+            limits,
+        );
+        store.dialect = dialect;
         store.strict = strict;
         let body = &data[header_end + 1..];
         let end = scan(
@@ -168,7 +212,29 @@ impl Store {
         durability: Durability,
         limits: Limits,
     ) -> Result<Store> {
+        Store::create_in(path, header, durability, limits, Dialect::Native)
+    }
+
+    /// [`Store::create`] in `dialect`: `header` (a sessiontree header) and every entry
+    /// appended are written in it. A pi header keeps `parentSession` (null when there is
+    /// none), so the file is known as pi's before it has entries.
+    pub fn create_in(
+        path: &Path,
+        header: &[u8],
+        durability: Durability,
+        limits: Limits,
+        dialect: Dialect,
+    ) -> Result<Store> {
         let id = check_header_line(header, &limits)?;
+        let pi_header;
+        let header = if dialect.is_pi() {
+            let text = std::str::from_utf8(header).unwrap_or_default();
+            pi_header = dialect::header_to_pi_new(text)
+                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+            pi_header.as_bytes()
+        } else {
+            header
+        };
         if memchr(b'\n', header).is_some() {
             return err(ErrorCode::InvalidArgument, "the header must be one line");
         }
@@ -240,6 +306,7 @@ impl Store {
             fault: None,
         });
         let mut store = Store::new(backing, header.to_vec(), id, limits);
+        store.dialect = dialect;
         store.index_min_bytes = Some(DEFAULT_INDEX_MIN_BYTES);
         Ok(store)
     }
@@ -283,11 +350,25 @@ impl Store {
         if header.last() == Some(&b'\r') {
             header.pop();
         }
-        let id = check_header_line(&header, &opts.limits)
-            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
         let header_len = reader
             .stream_position()
             .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let peek = peek_lines(&file, header_len, opts.limits.max_line_bytes)
+            .map_err(|e| EngineError::io(ctx("reading"), &e))?;
+        let (id, dialect) = check_header_and_dialect(&header, &peek, &opts.limits)
+            .map_err(|e| EngineError::new(e.code, format!("{}: {}", path.display(), e.message)))?;
+        if !opts.readonly && !dialect.writable() {
+            return err(
+                ErrorCode::Readonly,
+                format!(
+                    "{} is a pi session of format v{}: pi rewrites such files when it opens \
+                     them, so sessiontree only reads them (open it read-only, or convert it to \
+                     v3 with `sessiontree convert`)",
+                    path.display(),
+                    dialect.version()
+                ),
+            );
+        }
         let own = file
             .try_clone()
             .map_err(|e| EngineError::io(ctx("opening"), &e))?;
@@ -309,6 +390,7 @@ impl Store {
             fault: None,
         });
         let mut store = Store::new(backing, header, id, opts.limits);
+        store.dialect = dialect;
         store.strict = opts.strict;
         store.next_line_no = 2;
         store.index_min_bytes = opts.index_min_bytes;
@@ -416,6 +498,37 @@ impl Store {
 }
 
 /// Writes (and unless `none`, syncs) a new file's header line.
+/// The bytes after the header that tell the dialect: [`DIALECT_PEEK_BYTES`], or more
+/// until they hold a whole line (a first entry can be long), up to a line's limit.
+fn peek_lines(file: &File, offset: u64, max_line: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut want = DIALECT_PEEK_BYTES;
+    loop {
+        let start = buf.len();
+        buf.resize(want, 0);
+        let got = read_at_most(file, &mut buf[start..], offset + start as u64)?;
+        buf.truncate(start + got);
+        if got < want - start || memchr(b'\n', &buf).is_some() || want > max_line {
+            return Ok(buf);
+        }
+        want *= 2;
+    }
+}
+
+/// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 fn write_header(
     file: &mut File,
     line: &[u8],

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 
 use crate::engine::arena::Arena;
+use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
 use crate::engine::lazy::{LazyLine, LineSource};
@@ -47,6 +48,8 @@ pub struct Store {
     /// The process that made this store: after `fork()` a child holds a copy whose lock,
     /// syncer and buffered appends are the parent's, and must leave them alone.
     pub(super) owner_pid: u32,
+    /// The dialect the file is written in (its lines are translated to ours when read).
+    pub(super) dialect: Dialect,
 }
 
 impl Store {
@@ -73,6 +76,7 @@ impl Store {
             index_status: IndexStatus::Unused,
             lines: OnceLock::new(),
             owner_pid: current_pid(),
+            dialect: Dialect::Native,
         }
     }
 
@@ -124,6 +128,22 @@ impl Store {
     /// The header line (no newline).
     pub fn header(&self) -> &[u8] {
         &self.header
+    }
+
+    /// The header line in the sessiontree dialect (a pi header translated).
+    pub fn native_header(&self) -> Result<Vec<u8>> {
+        if !self.dialect.is_pi() {
+            return Ok(self.header.clone());
+        }
+        let text = std::str::from_utf8(&self.header).unwrap_or_default();
+        dialect::header_to_native(text)
+            .map(String::into_bytes)
+            .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+    }
+
+    /// The dialect the file is written in.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// The session id from the header.
@@ -187,6 +207,36 @@ impl Store {
     /// it was, the entry's id in it): a file truncated or rewritten under the store gives
     /// `modified_externally`, an OS error `io`, never other bytes.
     pub fn line(&self, idx: u32) -> Result<Vec<u8>> {
+        let raw = self.raw_line(idx)?;
+        if !self.dialect.is_pi() {
+            return Ok(raw);
+        }
+        self.to_native(idx, &raw)
+    }
+
+    /// A pi line of entry `idx` in the sessiontree dialect.
+    pub fn to_native(&self, idx: u32, raw: &[u8]) -> Result<Vec<u8>> {
+        let changed = |why: &str| {
+            EngineError::new(
+                ErrorCode::ModifiedExternally,
+                format!(
+                    "entry {:?} can no longer be read ({why}): the file was changed by another \
+                     program (reopen it)",
+                    self.arena.id(idx)
+                ),
+            )
+        };
+        let text = std::str::from_utf8(raw).map_err(|_| changed("not UTF-8"))?;
+        let node = self.arena.node(idx);
+        let parent = (node.parent != crate::engine::NONE).then(|| self.arena.id(node.parent));
+        let v1 = (self.dialect == Dialect::Pi(1)).then(|| (node.line_no - 1, parent));
+        dialect::entry_to_native(text, self.dialect, v1)
+            .map(String::into_bytes)
+            .map_err(|e| changed(&e.0))
+    }
+
+    /// Entry `idx`'s line as the file holds it (in the file's dialect).
+    pub fn raw_line(&self, idx: u32) -> Result<Vec<u8>> {
         self.check_open()?;
         let node = self.arena.node(idx);
         let (off, len) = (node.offset, node.len as usize);
@@ -217,8 +267,9 @@ impl Store {
                         return Err(EngineError::io(format!("reading {}", b.path.display()), &e))
                     }
                 }
+                // v1 lines of pi have no ids (they are numbered when read).
                 if !matches!(out.pop(), Some(b'\n' | b'\r'))
-                    || !line_has_id(&out, self.arena.id(idx))
+                    || (self.dialect != Dialect::Pi(1) && !line_has_id(&out, self.arena.id(idx)))
                 {
                     return changed();
                 }
@@ -235,6 +286,10 @@ impl Store {
         let Backing::File(b) = &self.backing else {
             return None;
         };
+        if self.dialect.is_pi() {
+            // Translated when read (`line`), not handed out unread.
+            return None;
+        }
         let node = self.arena.node(idx);
         if self.closed || node.offset + u64::from(node.len) > b.written_len {
             return None;

@@ -8,10 +8,11 @@ use std::path::Path;
 use memchr::memchr;
 
 use crate::engine::arena::{RefProblem, NONE};
+use crate::engine::dialect;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
-use crate::engine::line::parse_entry;
+use crate::engine::line::{parse_entry, LineError};
 use crate::engine::open::{Backing, FileBacking};
 use crate::engine::store::Store;
 
@@ -99,14 +100,29 @@ impl Store {
         }
         let text = simdutf8::basic::from_utf8(line)
             .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
-        let parsed = parse_entry(text, self.limits.max_id_bytes).map_err(|e| {
+        let bad_line = |e: LineError| {
             let code = if e.0.contains("over the limit") {
                 ErrorCode::LimitExceeded
             } else {
                 ErrorCode::InvalidArgument
             };
             EngineError::new(code, e.0)
-        })?;
+        };
+        let mut parsed = parse_entry(text, self.limits.max_id_bytes).map_err(bad_line)?;
+        // A pi file gets the line in pi's dialect, and the arena what a reopen reads from
+        // it (a leaf move, for one, is a marker hung under its target).
+        let pi_line;
+        let line = if self.dialect.is_pi() {
+            pi_line = dialect::entry_to_pi(text).map_err(bad_line)?;
+            let native =
+                dialect::entry_to_native(&pi_line, self.dialect, None).map_err(bad_line)?;
+            parsed = parse_entry(&native, self.limits.max_id_bytes)
+                .map_err(bad_line)?
+                .into_owned();
+            pi_line.as_bytes()
+        } else {
+            line
+        };
         let stamped = stamp.filter(|s| {
             s.entries == self.arena.len()
                 && *parsed.id == *s.id

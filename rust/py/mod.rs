@@ -18,7 +18,7 @@ mod pyjson;
 mod shared;
 mod tree;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple, PyType};
 
@@ -41,6 +41,23 @@ static ERROR_CLASSES: Mutex<Vec<Py<PyType>>> = Mutex::new(Vec::new());
 
 /// Stores the exception class of every error code: `base` is `SessionError`, `by_code`
 /// maps each code to its subclass (a missing code falls back to `base`).
+/// pi's spelling of a sessiontree name (a key, a message role, a block type):
+/// `"tool_result"` → `"toolResult"`.
+#[pyfunction]
+fn pi_name(name: &str) -> String {
+    crate::engine::dialect::camel(name).into_owned()
+}
+
+/// Translates a whole session document (header first) into `to` (`"pi"` or
+/// `"sessiontree"`), line by line; blank lines are dropped, a line that cannot be read is
+/// an error (`corrupt`) naming it. `from_dialect` is the document's own dialect, told as a
+/// file's would be.
+#[pyfunction]
+fn convert_lines<'py>(py: Python<'py>, data: &[u8], to: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let out = crate::engine::dialect::convert_document(data, to).map_err(|e| to_py_err(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}
+
 #[pyfunction]
 fn _register_error_classes(
     base: &Bound<'_, PyType>,
@@ -357,9 +374,10 @@ impl PyEngine {
         Ok(PyEngine::new(store))
     }
 
-    /// Creates a session file (exclusive, 0600) holding `header`.
+    /// Creates a session file (exclusive, 0600) holding `header` (a sessiontree header; in
+    /// `dialect="pi"` it is written as pi's, and so is every entry).
     #[staticmethod]
-    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None))]
+    #[pyo3(signature = (path, header, durability="group", max_line_bytes=None, max_depth=None, max_id_bytes=None, index=true, index_min_bytes=None, dialect="sessiontree"))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -371,11 +389,25 @@ impl PyEngine {
         max_id_bytes: Option<usize>,
         index: bool,
         index_min_bytes: Option<u64>,
+        dialect: &str,
     ) -> PyResult<Self> {
         let dur = Durability::parse(durability).map_err(|e| to_py_err(py, e))?;
         let lim = limits(max_line_bytes, max_depth, max_id_bytes);
+        let dialect = match dialect {
+            "sessiontree" => crate::engine::Dialect::Native,
+            "pi" => crate::engine::Dialect::Pi(3),
+            other => {
+                return Err(to_py_err(
+                    py,
+                    EngineError::new(
+                        ErrorCode::InvalidArgument,
+                        format!("dialect must be \"sessiontree\" or \"pi\", not {other:?}"),
+                    ),
+                ))
+            }
+        };
         let mut store = py
-            .detach(|| Store::create(&path, &header, dur, lim))
+            .detach(|| Store::create_in(&path, &header, dur, lim, dialect))
             .map_err(|e| to_py_err(py, e))?;
         store
             .set_index_min_bytes(index.then(|| index_min_bytes.unwrap_or(DEFAULT_INDEX_MIN_BYTES)));
@@ -411,10 +443,35 @@ impl PyEngine {
         Ok(PyEngine::new(store))
     }
 
-    /// The header line.
+    /// The header line, in the sessiontree dialect (a pi header translated).
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let store = self.store.lock(py)?;
+        let header = store.native_header().map_err(|e| to_py_err(py, e))?;
+        Ok(PyBytes::new(py, &header))
+    }
+
+    /// The header line as the file holds it.
+    fn raw_header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let store = self.store.lock(py)?;
         Ok(PyBytes::new(py, store.header()))
+    }
+
+    /// The file's dialect and its format version: `("sessiontree", 3)`, `("pi", 1)`, ...
+    #[getter]
+    fn dialect(&self, py: Python<'_>) -> PyResult<(&'static str, u8)> {
+        let store = self.store.lock(py)?;
+        let d = store.dialect();
+        Ok((d.name(), d.version()))
+    }
+
+    /// Entry `idx`'s line as the file holds it (in the file's dialect).
+    fn raw_line<'py>(&self, py: Python<'py>, idx: u32) -> PyResult<Bound<'py, PyBytes>> {
+        let store = self.store.lock(py)?;
+        if idx as usize >= store.arena().len() {
+            return Err(PyIndexError::new_err("index out of range"));
+        }
+        let line = store.raw_line(idx).map_err(|e| to_py_err(py, e))?;
+        Ok(PyBytes::new(py, &line))
     }
 
     /// The session id.
@@ -954,6 +1011,7 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ERROR_CODES", strs(&ERROR_CODES)?)?;
     m.add("DURABILITY_MODES", strs(&DURABILITY_MODES)?)?;
     m.add("MODEL", model_table(py)?)?;
+    m.add("PI_LEAF_MARKER", crate::engine::dialect::LEAF_MARKER)?;
     Ok(())
 }
 
@@ -1025,6 +1083,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
     m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
+    m.add_function(wrap_pyfunction!(pi_name, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -31,8 +31,6 @@ PI_FIXTURES = Path(
     os.environ.get("SESSIONTREE_PI_FIXTURES", ROOT.parent / "shared" / "fixtures" / "pi")
 )
 
-PI_DIALECT = "pi dialect: issue 11"
-
 
 def command() -> list[str]:
     """The installed console script, or ``python -m sessiontree`` where none is."""

@@ -13,7 +13,7 @@ import pytest
 
 import sessiontree as st
 
-from .clihelp import PI_DIALECT, PI_FIXTURES, Runner, header, parse_json, snapshot_of, user_line
+from .clihelp import PI_FIXTURES, Runner, header, parse_json, snapshot_of, user_line
 
 Writer = Callable[..., Path]
 
@@ -45,7 +45,7 @@ def _malformed(write_lines: Writer) -> Path:
 
 
 # A sessiontree file with lines in pi's camelCase dialect appended (what a pi writer
-# leaves in a file it does not know): the reader reports them, never guesses.
+# leaves in a file it does not know): refused (issue 11), never guessed at.
 def _mixed_dialect(write_lines: Writer) -> Path:
     pi_line = json.dumps(
         {
@@ -75,9 +75,8 @@ def test_check_clean(cli: Runner, write_lines: Writer, schema) -> None:  # type:
     [
         (_torn, {"torn_tail"}),
         (_malformed, {"malformed", "duplicate_id"}),
-        (_mixed_dialect, {"malformed"}),
     ],
-    ids=["torn", "malformed", "mixed-dialect"],
+    ids=["torn", "malformed"],
 )
 def test_check_reports_problems_and_changes_nothing(
     cli: Runner,
@@ -262,7 +261,18 @@ def test_repair_usage(cli: Runner, write_lines: Writer) -> None:
     assert cli("repair", path, "--clean", "--in-place", "-o", "x").returncode == 2
 
 
-@pytest.mark.xfail(strict=True, reason=PI_DIALECT)
+def test_check_refuses_a_file_that_mixes_dialects(cli: Runner, write_lines: Writer) -> None:
+    path = _mixed_dialect(write_lines)
+    before = path.read_bytes()
+    proc = cli("check", path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "mixes dialects" in proc.stdout and "line 4" in proc.stdout
+    doc = parse_json(cli("check", path, "--json"))
+    assert doc["files"][0]["status"] == "refused"
+    assert doc["files"][0]["error"]["code"] == "corrupt"
+    assert path.read_bytes() == before
+
+
 def test_check_reads_pi_files_as_pi(cli: Runner) -> None:
     """A pi session is another dialect, not a broken file: clean, and said so."""
     doc = parse_json(cli("check", PI_FIXTURES / "a-linear.jsonl", "--json"))
@@ -271,7 +281,6 @@ def test_check_reads_pi_files_as_pi(cli: Runner) -> None:
     assert row["entry_count"] == 12
 
 
-@pytest.mark.xfail(strict=True, reason=PI_DIALECT)
 def test_check_pi_torn_tail_and_repair(cli: Runner, tmp_path: Path) -> None:
     path = tmp_path / "torn.jsonl"
     path.write_bytes((PI_FIXTURES / "i-torn-tail.jsonl").read_bytes())
@@ -283,15 +292,14 @@ def test_check_pi_torn_tail_and_repair(cli: Runner, tmp_path: Path) -> None:
     assert path.read_bytes() + Path(repaired["torn_path"]).read_bytes() == original
 
 
-@pytest.mark.xfail(strict=True, reason=PI_DIALECT)
 def test_check_mixed_pi_file(cli: Runner, tmp_path: Path) -> None:
     """A pi file with a snake_case line appended (what sessiontree's writer did to pi
-    files before issue 11) is reported, with the wrong-dialect line named."""
+    files before issue 11) is refused, with the wrong-dialect line named."""
     path = tmp_path / "mixed.jsonl"
     data = (PI_FIXTURES / "a-linear.jsonl").read_bytes() + user_line("zz", None) + b"\n"
     path.write_bytes(data)
+    proc = cli("check", path)
+    assert proc.returncode == 2 and "line 14" in proc.stdout and "mixes dialects" in proc.stdout
     doc = parse_json(cli("check", path, "--json"))
-    row = doc["files"][0]
-    assert row["dialect"] == "pi" and row["entry_count"] == 12
-    assert [i["line"] for i in row["issues"]] == [14]
+    assert doc["files"][0]["status"] == "refused"
     assert path.read_bytes() == data

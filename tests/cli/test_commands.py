@@ -381,3 +381,27 @@ def test_reading_commands_change_nothing(cli: Runner, demo: Demo, tmp_path: Path
         assert cli(*args).returncode == 0, args
     assert snapshot_of(demo.dir) == before
     assert os.stat(demo.path).st_mode & 0o777 == 0o600
+
+
+def test_convert_both_ways(cli: Runner, tmp_path: Path, schema) -> None:  # type: ignore[no-untyped-def]
+    from .clihelp import PI_FIXTURES
+
+    source = tmp_path / "a.jsonl"
+    source.write_bytes((PI_FIXTURES / "g-v2.jsonl").read_bytes())
+    before = source.read_bytes()
+    doc = parse_json(cli("convert", source, "--to", "pi", "--json"))
+    schema("convert", doc)
+    assert doc["source"] == {"path": str(source), "dialect": "pi", "version": 2}
+    v3 = Path(doc["output"]["path"])
+    assert v3.name == "a.pi.jsonl" and doc["output"]["version"] == 3
+    assert source.read_bytes() == before
+    ours = tmp_path / "ours.jsonl"
+    proc = cli("convert", v3, "--to", "sessiontree", "-o", ours)
+    assert proc.returncode == 0 and "the original is unchanged" in proc.stdout
+    with (
+        st.JsonlSessionStorage.open(source, readonly=True) as a,
+        st.JsonlSessionStorage.open(ours, readonly=True) as b,
+    ):
+        assert b.dialect == "sessiontree" and a.get_entries() == b.get_entries()
+    again = cli("convert", v3, "--to", "sessiontree", "-o", ours)
+    assert again.returncode == 2 and "exists" in again.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .clihelp import PI_DIALECT, PI_FIXTURES, Demo, Runner
+from .clihelp import PI_FIXTURES, Demo, Runner
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 _ID = re.compile(r"\b[0-9a-f]{8}\b")
@@ -71,7 +71,6 @@ def test_demo_branch_left(cli: Runner, demo: Demo) -> None:
 PI_FILES = ["a-linear", "c-compaction", "d-branching", "e-custom", "h-multiroot"]
 
 
-@pytest.mark.xfail(strict=True, reason=PI_DIALECT)
 @pytest.mark.parametrize("name", PI_FILES)
 def test_pi_tree(cli: Runner, name: str) -> None:
     proc = cli("tree", PI_FIXTURES / f"{name}.jsonl")
@@ -80,7 +79,6 @@ def test_pi_tree(cli: Runner, name: str) -> None:
     compare(f"pi-{name}-tree", normalise(proc.stdout, PI_FIXTURES))
 
 
-@pytest.mark.xfail(strict=True, reason=PI_DIALECT)
 @pytest.mark.parametrize("name", PI_FILES)
 def test_pi_show(cli: Runner, name: str) -> None:
     import json

@@ -121,8 +121,10 @@ def test_estimate_tokens_counts_what_the_model_reads() -> None:
     png = st.ImageContent("aGVsbG8=", "image/png")
     assert estimate_tokens(st.UserMessage("abcde", timestamp=0)) == 2  # ceil(5 / 4)
     assert estimate_tokens(st.UserMessage("", timestamp=0)) == 0
+    # A user's images are not counted (pi's estimate, checked against pi's own figures
+    # in tests/dialects); a tool's are.
     blocks = st.UserMessage([st.TextContent("abcd"), png], timestamp=0)
-    assert estimate_tokens(blocks) == 1 + IMAGE_TOKEN_ESTIMATE
+    assert estimate_tokens(blocks) == 1
     reply = st.AssistantMessage(
         [
             st.ThinkingContent("abcd" * 2, signature="s" * 400),
@@ -142,6 +144,11 @@ def test_estimate_tokens_counts_what_the_model_reads() -> None:
     assert estimate_tokens(st.BranchSummaryMessage("a" * 4, "x", timestamp=0)) == 1
     unknown = st.UnknownMessage("bash", {"role": "bash", "cmd": "ls"})
     assert estimate_tokens(unknown) == 7  # '{"role":"bash","cmd":"ls"}' is 26 chars
+    bash = st.UnknownMessage(
+        st.BASH_EXECUTION_ROLE,
+        {"role": st.BASH_EXECUTION_ROLE, "command": "ls", "output": "a\nb"},
+    )
+    assert estimate_tokens(bash) == 2  # pi counts command and output: 5 chars
 
 
 def test_estimate_tokens_rejects_a_non_message() -> None:

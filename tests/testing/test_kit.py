@@ -33,10 +33,17 @@ def memory_factories() -> tuple[Any, Any]:
     return st.InMemorySessionStorage, reopen
 
 
-def jsonl_factories(directory: Path, durability: str = "group") -> tuple[Any, Any]:
+def jsonl_factories(
+    directory: Path, durability: str = "group", dialect: str = "sessiontree"
+) -> tuple[Any, Any]:
     def new(header: st.SessionHeader) -> st.SessionStorage:
         path = directory / f"{header.id}.jsonl"
-        return st.JsonlSessionStorage.create(path, header, durability=durability)  # type: ignore[arg-type]
+        return st.JsonlSessionStorage.create(
+            path,
+            header,
+            durability=durability,  # type: ignore[arg-type]
+            dialect=dialect,  # type: ignore[arg-type]
+        )
 
     def reopen(storage: st.SessionStorage) -> st.SessionStorage:
         assert isinstance(storage, st.JsonlSessionStorage)
@@ -67,6 +74,15 @@ def test_the_jsonl_storage_passes(tmp_path: Path, durability: str) -> None:
     report = check_storage(*jsonl_factories(tmp_path, durability))
     assert report.ok and not report.skipped
     assert [r.contract for r in report.results] == [c.name for c in STORAGE_CONTRACTS]
+
+
+def test_a_pi_file_passes(tmp_path: Path) -> None:
+    """Sessions written in pi's dialect keep every contract of ours."""
+    report = check_storage(*jsonl_factories(tmp_path, "none", dialect="pi"))
+    assert report.ok and not report.skipped, str(report)
+    one = next(tmp_path.glob("*.jsonl"))
+    with st.JsonlSessionStorage.open(one, readonly=True) as s:
+        assert s.dialect == "pi"
 
 
 def test_the_memory_storage_passes() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from sessiontree.context import SessionContextBuildOptions
 from sessiontree.entries import SessionTreeEntry, ThinkingLevel
-from sessiontree.messages import AgentMessage, Usage
+from sessiontree.messages import AgentMessage, Usage, UserContentBlock
 from sessiontree.repo import ForkPosition, SessionRef, SessionRepo
 from sessiontree.session import Session
 from sessiontree.storage import SessionStorage
@@ -113,9 +113,15 @@ class AsyncSession:
     async def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """Appends application data (no context messages unless a projector is given)."""
     async def append_custom_message_entry(
-        self, custom_type: str, content: str, display: bool = True, details: Any = None
+        self,
+        custom_type: str,
+        content: str | Sequence[UserContentBlock],
+        display: bool = True,
+        details: Any = None,
     ) -> str:
-        """Appends a custom message that goes into the context."""
+        """Appends a custom message that goes into the context (``content``: text, or text
+        and image blocks).
+        """
     async def append_label(self, target_id: str, label: str | None) -> str:
         """Labels ``target_id`` (``None`` clears its label); the target must exist."""
     async def append_session_info(self, name: str | None) -> str:

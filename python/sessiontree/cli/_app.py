@@ -134,6 +134,15 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "  sessiontree import ~/.pi/agent/sessions/--home-me-proj--/2026-…jsonl --repo DIR",
     ),
     (
+        "convert",
+        "_convert",
+        "write a session in the other dialect (sessiontree <-> pi), or a pi v1/v2 file as v3",
+        "The new file is written atomically beside the session (or -o FILE); the original\n"
+        "is never changed.\n\n"
+        "examples:\n  sessiontree convert chat.jsonl --to pi\n"
+        "  sessiontree convert ~/.pi/agent/sessions/--home-me-proj--/2025-….jsonl --to pi",
+    ),
+    (
         "completion",
         "_completion",
         "print a shell completion script (bash, zsh or fish)",

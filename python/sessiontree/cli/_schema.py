@@ -10,7 +10,18 @@ from typing import Any, Final
 from ._output import open_output
 from ._target import Options, UsageError
 
-NAMES: Final = ("ls", "tree", "show", "stats", "check", "repair", "fork", "export", "import")
+NAMES: Final = (
+    "ls",
+    "tree",
+    "show",
+    "stats",
+    "check",
+    "repair",
+    "fork",
+    "export",
+    "import",
+    "convert",
+)
 
 
 def load(name: str) -> dict[str, Any]:

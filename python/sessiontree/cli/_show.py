@@ -27,7 +27,6 @@ from .. import (
     UserMessage,
     build_context_entries,
     entry_to_dict,
-    entry_to_json,
     message_to_dict,
     session_entry_to_context_messages,
 )
@@ -85,7 +84,8 @@ def _show_entry(
     label = session.get_label(entry.id)
     if args.raw:
         with open_output(color_mode="never", pager=False) as out:
-            out.line(entry_to_json(entry).decode("utf-8"))
+            # The line as the file holds it (pi's own bytes in a pi file).
+            out.line(session.storage.get_line(entry.id).decode("utf-8", "replace"))
         return 0
     if args.json:
         with open_output(color_mode="never", pager=False) as out:

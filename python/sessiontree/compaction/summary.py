@@ -24,6 +24,7 @@ from ..messages import (
     UnknownMessage,
     Usage,
     UserMessage,
+    _content_text,
 )
 from .plan import CompactionPlan
 from .prompts import DEFAULT_TURN_PREFIX_PROMPT, SUMMARY_SYSTEM_PROMPT
@@ -121,7 +122,7 @@ def serialize_conversation(
             kind = "Tool error" if m.is_error else "Tool result"
             out.append(f"[{kind}: {m.tool_name}]: {_truncate(_blocks_text(m.content), limit)}")
         elif isinstance(m, CustomMessage):
-            out.append(f"[Custom: {m.custom_type}]: {m.content}")
+            out.append(f"[Custom: {m.custom_type}]: {_content_text(m.content)}")
         elif isinstance(m, CompactionSummaryMessage):
             out.append(f"[Earlier summary]: {m.summary}")
         elif isinstance(m, BranchSummaryMessage):

@@ -11,6 +11,7 @@ from typing import Any, Final
 from .._frozen import frozen
 from ..errors import SessionError
 from ..messages import (
+    BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,
@@ -24,6 +25,7 @@ from ..messages import (
     UnknownMessage,
     Usage,
     UserMessage,
+    _content_text,
 )
 
 __all__ = [
@@ -67,9 +69,12 @@ def estimate_tokens(message: AgentMessage) -> int:
 
     Characters / 4, rounded up, over what the model reads: text; thinking; a tool call's
     name plus its arguments as compact JSON; tool-result text; custom-message content;
-    summaries. Each image counts :data:`IMAGE_TOKEN_ESTIMATE` tokens. A message of an
-    unknown role counts its JSON. Signatures and metadata are not counted. The heuristic
-    overestimates English prose a little and is meant for budgets, not billing.
+    summaries. Each image of a tool result counts :data:`IMAGE_TOKEN_ESTIMATE` tokens; a
+    user's images are not counted. A shell run of pi
+    (:data:`~sessiontree.BASH_EXECUTION_ROLE`) counts its command and output; a message of
+    any other unknown role counts its JSON. These are pi's rules (``estimateTokens``,
+    checked against pi's own figures). Signatures and metadata are not counted. The
+    heuristic overestimates English prose a little and is meant for budgets, not billing.
 
     Args:
         message: any :data:`~sessiontree.AgentMessage`.
@@ -85,10 +90,9 @@ def estimate_tokens(message: AgentMessage) -> int:
     """
     images = 0
     if isinstance(message, UserMessage):
-        if isinstance(message.content, str):
-            chars = len(message.content)
-        else:
-            chars, images = _blocks_chars(message.content)
+        # As pi counts a user message: its text (an attached image is the user's, not a
+        # cost the estimate can foresee).
+        chars = len(_content_text(message.content))
     elif isinstance(message, AssistantMessage):
         chars = 0
         for block in message.content:
@@ -101,9 +105,16 @@ def estimate_tokens(message: AgentMessage) -> int:
     elif isinstance(message, ToolResultMessage):
         chars, images = _blocks_chars(message.content)
     elif isinstance(message, CustomMessage):
-        chars = len(message.content)
+        if isinstance(message.content, str):
+            chars = len(message.content)
+        else:
+            chars, images = _blocks_chars(message.content)
     elif isinstance(message, (CompactionSummaryMessage, BranchSummaryMessage)):
         chars = len(message.summary)
+    elif isinstance(message, UnknownMessage) and message.role == BASH_EXECUTION_ROLE:
+        # pi counts a shell run by its command and output.
+        data = message.data
+        chars = sum(len(v) for v in (data.get("command"), data.get("output")) if isinstance(v, str))
     elif isinstance(message, UnknownMessage):
         chars = _json_len(message.data)
     else:

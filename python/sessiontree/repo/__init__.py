@@ -14,8 +14,9 @@ selection on its own, for any :class:`~sessiontree.storage.SessionStorage`.
 
 Rooms: :mod:`.base` (the interface and shared argument checks), :mod:`.fork` (fork
 planning for every storage), :mod:`.metadata` (what ``list`` shows), :mod:`.memory`,
-:mod:`.jsonl`, :mod:`.list_cache` (the JSONL repository's listing cache) and :mod:`.files`
-(atomic publishing and other file helpers).
+:mod:`.jsonl`, :mod:`.pi` (:class:`PiSessionRepo`, pi's own session folders),
+:mod:`.list_cache` (the JSONL repository's listing cache) and :mod:`.files` (atomic
+publishing and other file helpers).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from .base import FORK_POSITIONS, ForkPosition, SessionRef, SessionRepo, is_vali
 from .fork import get_entries_to_fork
 from .jsonl import JsonlSessionRepo
 from .memory import InMemorySessionRepo
+from .pi import PiSessionRepo
 
 __all__ = [
     "FORK_POSITIONS",
     "ForkPosition",
     "InMemorySessionRepo",
     "JsonlSessionRepo",
+    "PiSessionRepo",
     "SessionRef",
     "SessionRepo",
     "get_entries_to_fork",

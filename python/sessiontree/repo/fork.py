@@ -204,16 +204,22 @@ def get_entries_to_fork(
 
 
 def _prepare(
-    storage: SessionStorage, new_id: str, entry_id: str | None, position: str
+    storage: SessionStorage,
+    new_id: str,
+    entry_id: str | None,
+    position: str,
+    parent_session: str | None = None,
 ) -> tuple[ForkSource, _ForkPlan, bytes]:
-    """The source, the plan and the new header line of a fork of ``storage``'s session."""
+    """The source, the plan and the new header line of a fork of ``storage``'s session
+    (``parent_session``: what the header names as the parent, the source's id by
+    default)."""
     source = storage.get_fork_source(entry_id, position)
     plan = _plan_fork(source, storage.create_entry_id)
     source_header = storage.get_metadata()
     header = dict(header_to_dict(source_header))
     header["id"] = new_id
     header["timestamp"] = now_iso()
-    header["parent_session"] = source_header.id
+    header["parent_session"] = source_header.id if parent_session is None else parent_session
     # Validating through SessionHeader keeps unknown header fields and refuses nonsense.
     return source, plan, header_to_json(header_from_dict(header))
 
@@ -243,13 +249,14 @@ def fork_file(
     *,
     durability: Durability,
     limits: Limits | None,
+    parent_session: str | None = None,
 ) -> SessionStorage:
     """Writes the document :func:`fork_document` makes to a new file at ``path`` (under a
     temporary name, synced, then linked into place: never a partial file under a session
     name) and opens it for writing. A storage that can write the file itself does
     (``ForkSource.write_file``): engine storages copy the lines' bytes in the kernel and
     hand the new file's index over instead of scanning the file again."""
-    source, plan, header = _prepare(storage, new_id, entry_id, position)
+    source, plan, header = _prepare(storage, new_id, entry_id, position, parent_session)
     extras = [entry_to_json(e) for e in plan.extras]
     if source.write_file is not None:
         return source.write_file(

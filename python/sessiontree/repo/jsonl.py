@@ -9,10 +9,12 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from .._util import fspath_arg, uuid7
+from ..entries import SessionHeader
 from ..errors import SessionError
 from ..session import Session
 from ..storage import (
@@ -148,6 +150,12 @@ class JsonlSessionRepo(SessionRepo):
         sid = _ref_id(ref)
         return sid, os.path.join(self._root, sid + _SUFFIX)
 
+    # The dialect new sessions are written in, and where a new session's file goes.
+    _dialect: Literal["sessiontree", "pi"] = "sessiontree"
+
+    def _new_session_path(self, header: SessionHeader) -> str:
+        return os.path.join(self._root, header.id + _SUFFIX)
+
     # -- create / open ---------------------------------------------------------------
 
     def create(
@@ -160,10 +168,13 @@ class JsonlSessionRepo(SessionRepo):
         session_id: str | None = None,
     ) -> Session:
         header = _new_header(cwd, name, parent_session, metadata, session_id)
-        sid = header.id
-        path = os.path.join(self._root, sid + _SUFFIX)
+        path = self._new_session_path(header)
         storage = JsonlSessionStorage.create(
-            path, header, durability=self._durability, limits=self._limits
+            path,
+            header,
+            durability=self._durability,
+            limits=self._limits,
+            dialect=self._dialect,
         )
         session = Session(storage)
         if name is not None:
@@ -182,6 +193,12 @@ class JsonlSessionRepo(SessionRepo):
         return Session(storage)
 
     # -- list ------------------------------------------------------------------------
+
+    def _cached_row(
+        self, file_name: str, raw: object, path: str
+    ) -> tuple[tuple[int, int, int], SessionMetadata] | None:
+        """A row of the listing cache, checked (``None`` when it cannot be used)."""
+        return _row_from_json(file_name, raw, path)
 
     def _read_metadata(self, file_name: str, path: str, size: int) -> tuple[SessionMetadata, bool]:
         """Reads one file's metadata; the flag says whether it may be cached."""
@@ -273,6 +290,18 @@ class JsonlSessionRepo(SessionRepo):
             rows = self._scan()
         return _select(rows, want_cwd, limit)
 
+    def _session_files(
+        self, it: Iterator[os.DirEntry[str]]
+    ) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+        """The session files of the root's listing ``it``: (cache name, id, entry)."""
+        for de in it:
+            file_name = de.name
+            if not file_name.endswith(_SUFFIX):
+                continue
+            sid = file_name[: -len(_SUFFIX)]
+            if _SESSION_ID_RE.fullmatch(sid) is not None:
+                yield file_name, sid, de
+
     def _scan(self) -> builtins.list[SessionMetadata]:
         try:
             it = os.scandir(self._root)
@@ -286,13 +315,7 @@ class JsonlSessionRepo(SessionRepo):
         disk: dict[str, Any] | None = None
         changed = False
         with it:
-            for de in it:
-                file_name = de.name
-                if not file_name.endswith(_SUFFIX):
-                    continue
-                sid = file_name[: -len(_SUFFIX)]
-                if _SESSION_ID_RE.fullmatch(sid) is None:
-                    continue
+            for file_name, sid, de in self._session_files(it):
                 path = de.path
                 try:
                     st = de.stat(follow_symlinks=False)
@@ -312,7 +335,7 @@ class JsonlSessionRepo(SessionRepo):
                     if disk is None:
                         disk = self._load_cache()
                     raw = disk.get(file_name)
-                    hit = None if raw is None else _row_from_json(file_name, raw, path)
+                    hit = None if raw is None else self._cached_row(file_name, raw, path)
                     if hit is None or hit[0] != key:
                         meta, cacheable = self._read_metadata(file_name, path, st.st_size)
                         if not cacheable:
@@ -347,6 +370,10 @@ class JsonlSessionRepo(SessionRepo):
                 has it open, ``io`` for another OS error.
         """
         sid, path = self._path(ref)
+        self._delete_path(sid, path)
+
+    def _delete_path(self, sid: str, path: str) -> None:
+        """Deletes session ``sid``'s file at ``path``, its side files and its cache row."""
         try:
             fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
@@ -375,21 +402,23 @@ class JsonlSessionRepo(SessionRepo):
         finally:
             if fd >= 0:
                 os.close(fd)
-        file_name = sid + _SUFFIX
+        folder, file_name = os.path.split(path)
         try:
-            with os.scandir(self._root) as it:
+            with os.scandir(folder) as it:
                 side = [de.path for de in it if _is_side_file(de.name, file_name)]
         except OSError:
             side = []
         for p in side:
             _unlink_quietly(p)
+        # The cache's name of the file: relative to the root.
+        cache_name = os.path.relpath(path, self._root)
         with self._lock:
-            self._memo.pop(file_name, None)
+            self._memo.pop(cache_name, None)
             disk = self._load_cache()
-            if disk.pop(file_name, None) is not None:
+            if disk.pop(cache_name, None) is not None:
                 rows = {}
                 for name, raw in disk.items():
-                    row = _row_from_json(name, raw, os.path.join(self._root, name))
+                    row = self._cached_row(name, raw, os.path.join(self._root, name))
                     if row is not None:
                         rows[name] = row
                 self._save_cache(rows)

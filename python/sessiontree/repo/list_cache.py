@@ -19,7 +19,8 @@ _CACHE_FORMAT: Final = "sessiontree-list-cache"
 # 2: ``modified`` is no earlier than ``created`` (version 1 rows may be).
 # 3: rows are bounded (``first_message`` at most FIRST_MESSAGE_LIMIT characters, rows over
 #    _ROW_MAX_BYTES or past _CACHE_ROWS_MAX_BYTES stored as skip markers).
-_CACHE_VERSION: Final = 3
+# 4: rows have the session's ``dialect``.
+_CACHE_VERSION: Final = 4
 # A row is a few hundred bytes (``first_message`` is cut to 1,000 characters); one over
 # this (a huge name or cwd) is not cached but kept as a skip marker, and re-read.
 _ROW_MAX_BYTES: Final = 16 << 10
@@ -43,6 +44,7 @@ def _row_to_json(meta: SessionMetadata, key: tuple[int, int, int]) -> dict[str, 
         "message_count": meta.message_count,
         "first_message": meta.first_message,
         "error": meta.error,
+        "dialect": meta.dialect,
     }
 
 
@@ -81,6 +83,13 @@ def _opt_str(d: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def _dialect(d: dict[str, Any]) -> str:
+    value = d["dialect"]
+    if value not in ("sessiontree", "pi"):
+        raise TypeError("dialect")
+    return str(value)
+
+
 def _count(d: dict[str, Any], key: str) -> int:
     value = d[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -107,7 +116,7 @@ def _cached_time(value: object) -> datetime | None:
 
 
 def _row_from_json(
-    file_name: str, value: object, path: str
+    file_name: str, value: object, path: str, *, named_by_id: bool = True
 ) -> tuple[tuple[int, int, int], SessionMetadata] | None:
     """A cache row, checked field by field; ``None`` if anything about it is off."""
     try:
@@ -121,7 +130,9 @@ def _row_from_json(
             if isinstance(part, bool) or not isinstance(part, int) or part < 0:
                 return None
         sid = value["id"]
-        if not isinstance(sid, str) or file_name != sid + _SUFFIX or not is_valid_session_id(sid):
+        if not isinstance(sid, str):
+            return None
+        if named_by_id and (file_name != sid + _SUFFIX or not is_valid_session_id(sid)):
             return None
         cwd = value["cwd"]
         if not isinstance(cwd, str):
@@ -139,6 +150,7 @@ def _row_from_json(
             first_message=_first_message(value),
             size_bytes=size,
             error=_opt_str(value, "error"),
+            dialect=_dialect(value),
         )
     except (KeyError, TypeError, ValueError, OverflowError):
         return None

@@ -70,4 +70,5 @@ def metadata_of(
         first_message=None if first is None else _user_text(first.message),
         size_bytes=size,
         error=error,
+        dialect=storage.dialect,
     )

@@ -298,6 +298,20 @@ class SessionStorage(abc.ABC):
         where = {e.id: i for i, e in enumerate(self.get_entries())}
         return [where.get(i) for i in entry_ids]
 
+    def get_line(self, entry_id: str) -> bytes:
+        """Entry ``entry_id``'s line as the storage holds it, in its dialect (no newline).
+
+        The default writes the entry's JSON (:func:`~sessiontree.entry_to_json`); file
+        storages give the file's own bytes (pi's camelCase in a pi file).
+
+        Raises:
+            SessionError: ``not_found`` for an unknown id.
+        """
+        entry = self.get_entry(entry_id)
+        if entry is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return entry_to_json(entry)
+
     def get_tree(self) -> list[TreeNode]:
         """The whole tree: root nodes (file order), each with its children and label
         (what ``Session.get_tree`` returns).
@@ -318,6 +332,13 @@ class SessionStorage(abc.ABC):
             (roots if p < 0 else kids[p]).append(node)
         roots.reverse()
         return roots
+
+    @property
+    def dialect(self) -> str:
+        """The dialect the session is stored in: ``"sessiontree"`` (FORMAT.md), or ``"pi"``
+        for a file written by pi (camelCase keys, read and continued in pi's own dialect).
+        The default is ``"sessiontree"``."""
+        return "sessiontree"
 
     def get_newest_timestamp(self) -> str | None:
         """The latest entry timestamp (ISO text), or ``None`` without entries.

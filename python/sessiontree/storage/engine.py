@@ -214,6 +214,18 @@ class _EngineStorage(SessionStorage):
         """The session id from the header."""
         return self._engine.session_id
 
+    @property
+    def dialect(self) -> str:
+        """``"sessiontree"``, or ``"pi"`` for a file written by pi (told by the engine from
+        the header and the first entries; see the README's "pi sessions")."""
+        return self._engine.dialect[0]
+
+    @property
+    def format_version(self) -> int:
+        """The file-format version the file is written in (pi's v1 and v2 files are read
+        as if migrated to v3, and only read)."""
+        return self._engine.dialect[1]
+
     def get_leaf_id(self) -> str | None:
         self._check()
         leaf = self._engine.leaf()
@@ -391,6 +403,14 @@ class _EngineStorage(SessionStorage):
             _check_id_arg("entry_id", entry_id, optional=False)
             out.append(lookup(entry_id))
         return out
+
+    def get_line(self, entry_id: str) -> bytes:
+        self._check()
+        _check_id_arg("entry_id", entry_id, optional=False)
+        pos = self._engine.lookup(entry_id)
+        if pos is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return self._engine.raw_line(pos)
 
     def get_tree(self) -> list[TreeNode]:
         self._check()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from .. import _core
 from .._util import fspath_arg
@@ -44,6 +45,7 @@ class JsonlSessionStorage(_EngineStorage):
         durability: Durability = "group",
         limits: Limits | None = None,
         index: bool | int = True,
+        dialect: Literal["sessiontree", "pi"] = "sessiontree",
     ) -> JsonlSessionStorage:
         """Creates a new session file (mode 0600); ``exists`` if the file is there.
 
@@ -53,11 +55,18 @@ class JsonlSessionStorage(_EngineStorage):
             durability: ``none``, ``flush``, ``group`` or ``fsync``.
             limits: size limits.
             index: keep a persisted index once the file is large (see :meth:`open`).
+            dialect: ``"pi"`` writes the file in pi's dialect (a v3 pi session that pi
+                can resume); entries are the same objects either way.
         """
         file = fspath_arg("path", path)
         mode = _check_durability(durability)
         engine = _core.Engine.create(
-            file, _make_header(header), mode, **_limits(limits), **_index(index)
+            file,
+            _make_header(header),
+            mode,
+            **_limits(limits),
+            **_index(index),
+            dialect=dialect,
         )
         return cls(engine, mode, False)
 
