@@ -259,7 +259,7 @@ class SessionMachine(RuleBasedStateMachine):
         for s in self.sessions:
             s.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-        if PG_DSN and self.sessions:
+        if PG_DSN and len(self.sessions) == 3:
             with st.PostgresSessionRepo(PG_DSN, schema=PG_SCHEMA) as repo:
                 repo.delete(self.sid)  # every session was closed above
 

@@ -44,7 +44,8 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
         message_count integer NOT NULL DEFAULT 0,
         first_message text,
         size_bytes bigint NOT NULL,
-        next_seq bigint NOT NULL DEFAULT 0
+        next_seq bigint NOT NULL DEFAULT 0,
+        dialect text NOT NULL DEFAULT 'sessiontree'
     );
     CREATE INDEX sessions_by_cwd ON {s}.sessions
         (cwd_key, modified DESC NULLS LAST, created DESC NULLS LAST, (id COLLATE "C") DESC);

@@ -32,7 +32,7 @@ __all__ = ["PostgresSessionRepo"]
 
 _COLUMNS = (
     "id, cwd, created, modified, name, parent_session, entry_count, message_count, "
-    "first_message, size_bytes"
+    "first_message, size_bytes, dialect"
 )
 
 
@@ -343,7 +343,7 @@ def _known(idx: int | None) -> int:
 
 
 def _metadata_row(r: tuple[Any, ...]) -> SessionMetadata:
-    sid, cwd, created, modified, name, parent, entries, messages, first, size = r
+    sid, cwd, created, modified, name, parent, entries, messages, first, size, dialect = r
     return SessionMetadata(
         id=sid,
         path=None,
@@ -356,4 +356,5 @@ def _metadata_row(r: tuple[Any, ...]) -> SessionMetadata:
         message_count=messages,
         first_message=first,
         size_bytes=size,
+        dialect=dialect,
     )

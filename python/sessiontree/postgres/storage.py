@@ -245,8 +245,8 @@ class PostgresSessionStorage(_EngineStorage):
             cur = self._conn.execute(
                 f"INSERT INTO {self._schema}.sessions (id, header, cwd, cwd_key, name, "
                 "parent_session, created, modified, entry_count, message_count, "
-                "first_message, size_bytes, next_seq) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "first_message, size_bytes, next_seq, dialect) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (id) DO NOTHING",
                 (
                     self._sid,
@@ -262,6 +262,7 @@ class PostgresSessionStorage(_EngineStorage):
                     meta.first_message,
                     meta.size_bytes,
                     self._next_seq,
+                    meta.dialect,
                 ),
             )
         except psycopg.Error as exc:
