@@ -107,7 +107,7 @@ def import_files(target: str, files: list[str]) -> list[dict[str, object]]:
                 done.append(
                     {
                         "source": path,
-                        "dialect": session.storage.dialect,  # type: ignore[attr-defined]
+                        "dialect": session.storage.dialect,
                         "session": {"id": session.id, "path": None, "entry_count": len(session)},
                         "skipped_lines": 0,
                     }
