@@ -1,0 +1,63 @@
+"""What the framework adapters share: importing the framework with a clear hint, exact
+JSON comparison, and the "residual" that makes a mapping to our messages lossless.
+
+A framework item maps to one of our messages when the message can hold what matters to a
+reader of the session (text, thinking, tool calls and results). Whatever else the item has
+(ids, statuses, annotations, provider-specific fields) is kept beside the message, in an
+extra field of the message object (FORMAT.md: unknown fields are kept and written back):
+the *residual*, the item itself with each value the message already holds replaced by
+``None``. Rebuilding the item fills the residual back in from the message, so key order
+is the item's own. Every mapping is checked when it is made — the item rebuilt from the
+message must serialise exactly like the original — and an item that does not come back
+exactly is stored whole in a custom entry instead. So a round trip is lossless by
+construction, not by the converters being right about every field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from types import ModuleType
+from typing import Any
+
+from ..errors import SessionError
+from ..messages import AgentMessage, message_to_dict
+
+__all__ = ["import_framework", "json_copy", "residual_of", "same_json", "to_json"]
+
+
+def import_framework(module: str, extra: str, adapter: str) -> ModuleType:
+    """Import a framework's module, or fail with the install command of its extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{adapter} needs the {module!r} package; install it with "
+            f"pip install 'sessiontree[{extra}]'"
+        ) from exc
+
+
+def to_json(value: Any, what: str) -> str:
+    """``value`` as compact JSON, or ``invalid_argument`` naming ``what``."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SessionError("invalid_argument", f"{what} is not JSON: {exc}") from None
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` serialise to the same JSON text (types and key order too)."""
+    try:
+        return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+
+
+def json_copy(value: Any) -> Any:
+    """An independent copy of a JSON value (faster than ``copy.deepcopy`` for JSON)."""
+    return json.loads(json.dumps(value, ensure_ascii=False))
+
+
+def residual_of(message: AgentMessage, key: str) -> Any:
+    """The residual a mapping kept on ``message`` under ``key``, or ``None``."""
+    return message_to_dict(message).get(key)
