@@ -17,13 +17,19 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import SessionError
 from ..messages import AgentMessage, message_to_dict
 
-__all__ = ["import_framework", "json_copy", "residual_of", "same_json", "to_json"]
+if TYPE_CHECKING:
+    from ..aio import AsyncSession
+
+__all__ = ["import_framework", "in_lane", "json_copy", "residual_of", "same_json", "to_json"]
+
+T = TypeVar("T")
 
 
 def import_framework(module: str, extra: str, adapter: str) -> ModuleType:
@@ -61,3 +67,13 @@ def json_copy(value: Any) -> Any:
 def residual_of(message: AgentMessage, key: str) -> Any:
     """The residual a mapping kept on ``message`` under ``key``, or ``None``."""
     return message_to_dict(message).get(key)
+
+
+async def in_lane(session: AsyncSession, fn: Callable[..., T], *args: Any) -> T:
+    """Runs ``fn(*args)`` (sync code over ``session.session`` or its storage) in the
+    session's lane: after every call made on ``session`` before, in a worker thread, so the
+    event loop is not held up and the order of the session's calls is kept."""
+    from ..aio._lane import wait
+
+    lane = session._lane  # type: ignore[attr-defined]
+    return await wait(lane.submit(fn, *args))
