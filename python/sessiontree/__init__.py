@@ -87,6 +87,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
+    from .adapters.openai_agents import OpenAIAgentsSession
+    from .adapters.pydantic_ai import PydanticAIConversationStore
     from .repo import (
         FORK_POSITIONS,
         ForkPosition,
@@ -111,6 +114,10 @@ _LAZY: dict[str, str] = {
     "SessionRepo": ".repo",
     "get_entries_to_fork": ".repo",
     "is_valid_session_id": ".repo",
+    # The agent-framework adapters: each imports its framework (an optional extra).
+    "ClaudeAgentSessionStore": ".adapters.claude_agent_sdk",
+    "OpenAIAgentsSession": ".adapters.openai_agents",
+    "PydanticAIConversationStore": ".adapters.pydantic_ai",
 }
 
 
@@ -141,6 +148,7 @@ __all__ = [
     "AssistantMessage",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
+    "ClaudeAgentSessionStore",
     "CompactionEntry",
     "CompactionSummaryMessage",
     "ContextState",
@@ -165,6 +173,8 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "OpenAIAgentsSession",
+    "PydanticAIConversationStore",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",
