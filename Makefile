@@ -10,6 +10,11 @@ BIN := $(VENV)/bin
 # pyproject.toml stays `python` alone, so a plain `maturin build` ships without them.
 # `python` is repeated here in case the command line replaces pyproject's list.
 DEV_FEATURES := --features python,test-hooks
+# The agent-framework adapters' extras, installed for their tests at the exact versions of
+# constraints/adapters.txt (pip reads PIP_CONSTRAINT when maturin installs the extras).
+ADAPTER_EXTRAS := openai-agents,claude-agent-sdk,pydantic-ai
+EXTRAS := dev,cli,$(ADAPTER_EXTRAS)
+CONSTRAINED := PIP_CONSTRAINT=$(CURDIR)/constraints/adapters.txt
 
 .PHONY: help
 help: ## List the targets
@@ -22,11 +27,11 @@ $(PY):
 
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
-	$(BIN)/maturin develop --release $(DEV_FEATURES) --extras dev,cli -q
+	$(CONSTRAINED) $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
-	$(BIN)/maturin develop $(DEV_FEATURES) --extras dev,cli -q
+	$(CONSTRAINED) $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: demo
 demo: install ## Install, then build a real session on disk and print its tree and context

@@ -202,6 +202,16 @@ def test_items_returned_are_the_callers_to_change(repo: AsyncSessionRepo) -> Non
         first[0]["content"][0]["annotations"].append("changed")
         first[1]["action"]["query"] = "changed"
         assert await session.get_items() == [KNOWN_ITEMS[3], OTHER_ITEMS[3]]
+        # The same from an object that reads the entries from the file.
+        fresh = OpenAIAgentsSession(session.session)
+        read = await fresh.get_items()
+        read[0]["content"][0]["annotations"].append("changed")
+        read[1]["action"]["query"] = "changed"
+        assert await fresh.get_items() == [KNOWN_ITEMS[3], OTHER_ITEMS[3]]
+        assert await OpenAIAgentsSession(session.session).get_items() == [
+            KNOWN_ITEMS[3],
+            OTHER_ITEMS[3],
+        ]
 
     run(main())
 

@@ -436,7 +436,13 @@ def entry_to_items(entry: SessionTreeEntry) -> list[Any]:
     """The items an entry stands for: its message's, or a custom item entry's item, or
     none for any other entry. The items are the caller's to change."""
     if isinstance(entry, MessageEntry):
-        return json_copy(message_to_items(entry.message))  # type: ignore[no-any-return]
+        message = entry.message
+        residual = residual_of(message, RESIDUAL_KEY)
+        if isinstance(residual, dict):
+            # Only the residual is shared with the entry: copy it, not the whole item
+            # (the message's strings are immutable).
+            return [_with_residual(message, json_copy(residual))]
+        return _default_items(message)
     if isinstance(entry, CustomEntry) and entry.custom_type == ITEM_CUSTOM_TYPE:
         return [json_copy(entry.data)]
     return []
@@ -501,6 +507,10 @@ class OpenAIAgentsSession:
             is the default of :meth:`get_items`.
         provider: the provider written on assistant messages (items do not say).
         model: the model written on assistant messages.
+
+    The object keeps the JSON text of every item it wrote or read (entries never change),
+    so each ``get_items`` decodes text, as a database-backed session does, instead of
+    reading and converting the entries again: memory about the size of those items.
     """
 
     def __init__(
@@ -531,6 +541,10 @@ class OpenAIAgentsSession:
         # call id -> tool name, to name the tool of a function call output (the output
         # item does not carry it); filled from every function call this object sees.
         self._tool_names: dict[str, str] = {}
+        # Entry id -> the JSON of its items. Entries never change, so this is never stale;
+        # a call to get_items decodes the cached text (what a database-backed session pays)
+        # instead of reading each entry's line and converting its message again.
+        self._items_json: dict[str, str] = {}
 
     @classmethod
     async def open(
@@ -587,9 +601,15 @@ class OpenAIAgentsSession:
             return []
         branch = await self._session.get_branch()
         out: list[ItemEntry] = []
+        cache = self._items_json
         # Newest first, so a limit converts only the entries it returns.
         for entry in reversed(branch):
-            items = entry_to_items(entry)
+            text = cache.get(entry.id)
+            if text is None:
+                items = entry_to_items(entry)
+                cache[entry.id] = json.dumps(items, ensure_ascii=False)
+            else:
+                items = json.loads(text)
             for item in reversed(items):
                 out.append(ItemEntry(entry.id, item))
             if limit is not None and len(out) >= limit:
@@ -612,23 +632,24 @@ class OpenAIAgentsSession:
             raise SessionError(
                 "invalid_argument", f"items must be a list, not {type(items).__name__}"
             )
-        planned: list[AgentMessage | Any] = []
+        planned: list[tuple[AgentMessage | _Custom, str]] = []
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 raise SessionError(
                     "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
                 )
-            to_json(item, f"item {n}")
+            text = to_json(item, f"item {n}")
             self._learn_tool_names([item])
             message = item_to_message(
                 item, tool_names=self._tool_names, provider=self._provider, model=self._model
             )
-            planned.append(message if message is not None else _Custom(json_copy(item)))
-        for thing in planned:
+            planned.append((message if message is not None else _Custom(json.loads(text)), text))
+        for thing, text in planned:
             if isinstance(thing, _Custom):
-                await self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
+                entry_id = await self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
             else:
-                await self._session.append_message(thing)
+                entry_id = await self._session.append_message(thing)
+            self._items_json[entry_id] = f"[{text}]"
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Takes the last item off the current branch: the leaf moves to the entry before
