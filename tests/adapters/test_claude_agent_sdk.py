@@ -10,18 +10,18 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk", reason="the claude-agent-sdk extra is not installed")
 
-from claude_agent_sdk import InMemorySessionStore  # noqa: E402
-from claude_agent_sdk.testing import run_session_store_conformance  # noqa: E402
+from claude_agent_sdk import InMemorySessionStore
+from claude_agent_sdk.testing import run_session_store_conformance
 
-import sessiontree as st  # noqa: E402
-from sessiontree.adapters.claude_agent_sdk import (  # noqa: E402
+import sessiontree as st
+from sessiontree.adapters.claude_agent_sdk import (
     ENTRY_CUSTOM_TYPE,
     ClaudeAgentSessionStore,
     session_id_for,
 )
-from sessiontree.aio import AsyncSessionRepo  # noqa: E402
+from sessiontree.aio import AsyncSessionRepo
 
-from .conftest import run  # noqa: E402
+from .conftest import run
 
 KEY: Any = {"project_key": "/home/me/project", "session_id": "5b1f0c1e-session"}
 
@@ -59,11 +59,31 @@ def _transcript() -> list[Any]:
     entries share a parent."""
     return [
         {"type": "summary", "summary": "Fixing tests", "leafUuid": "a2"},
-        {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": "fix it"}},
-        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "message": {"role": "assistant", "content": [{"type": "text", "text": "Done"}]}},
-        {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": "really?"}},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "fix it"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Done"}]},
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "a1",
+            "message": {"role": "user", "content": "really?"},
+        },
         {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "message": {"content": "yes"}},
-        {"type": "assistant", "uuid": "a2b", "parentUuid": "u2", "message": {"content": "let me check"}},
+        {
+            "type": "assistant",
+            "uuid": "a2b",
+            "parentUuid": "u2",
+            "message": {"content": "let me check"},
+        },
         {"type": "custom-title", "customTitle": "tests"},
     ]
 
@@ -89,7 +109,7 @@ def test_the_transcript_tree_is_the_sessions_tree(tmp_path: Any) -> None:
         assert [c.entry.id for c in u2.children] == ["a2", "a2b"]
         assert session.get_entry("a2").parent_id == "u2"
         # The title without a uuid hangs under the entry before it.
-        title = [e for e in session.storage.get_entries("custom") if "customTitle" in e.data][0]
+        title = next(e for e in session.storage.get_entries("custom") if "customTitle" in e.data)
         assert title.parent_id == "a2b"
         assert {e.custom_type for e in session.storage.get_entries("custom")} == {ENTRY_CUSTOM_TYPE}
         # A sessiontree fork at an answer copies its path.

@@ -48,7 +48,10 @@ def test_an_adapter_without_its_framework_names_the_extra(
     fake = tmp_path / "fake"
     (fake / framework).mkdir(parents=True)
     (fake / framework / "__init__.py").write_text(f"raise ImportError('no {framework}')\n")
-    for code in (f"import sessiontree.adapters.{module}", f"import sessiontree; sessiontree.{name}"):
+    for code in (
+        f"import sessiontree.adapters.{module}",
+        f"import sessiontree; sessiontree.{name}",
+    ):
         proc = _python(code, PYTHONPATH=str(fake))
         assert proc.returncode == 1
         assert f"pip install 'sessiontree[{extra}]'" in proc.stderr

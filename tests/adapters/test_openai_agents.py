@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
-from agents import (  # noqa: E402
+from agents import (
     Agent,
     ModelRetrySettings,
     ModelSettings,
@@ -22,23 +22,23 @@ from agents import (  # noqa: E402
     retry_policies,
     set_tracing_disabled,
 )
-from agents.memory import OpenAIResponsesCompactionSession, Session  # noqa: E402
-from agents.retry import ModelRetryAdvice  # noqa: E402
-from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
-from openai import AsyncOpenAI  # noqa: E402
-from openai.types.responses import ResponseReasoningItem  # noqa: E402
-from openai.types.responses.response_reasoning_item import Summary  # noqa: E402
+from agents.memory import OpenAIResponsesCompactionSession, Session
+from agents.retry import ModelRetryAdvice
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from openai import AsyncOpenAI
+from openai.types.responses import ResponseReasoningItem
+from openai.types.responses.response_reasoning_item import Summary
 
-import sessiontree as st  # noqa: E402
-from sessiontree.aio import AsyncSessionRepo  # noqa: E402
-from sessiontree.adapters.openai_agents import (  # noqa: E402
+import sessiontree as st
+from sessiontree.adapters.openai_agents import (
     ITEM_CUSTOM_TYPE,
     OpenAIAgentsSession,
     item_to_message,
     message_to_items,
 )
+from sessiontree.aio import AsyncSessionRepo
 
-from .conftest import FakeOpenAIAPI, run  # noqa: E402
+from .conftest import FakeOpenAIAPI, run
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,11 @@ KNOWN_ITEMS: list[Any] = [
         "role": "user",
         "content": [
             {"type": "input_text", "text": "What is this?"},
-            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"},
+            {
+                "type": "input_image",
+                "image_url": "data:image/png;base64,iVBORw0KGgo=",
+                "detail": "low",
+            },
         ],
     },
     _dump(assistant_message("2 + 3 = 5", item_id="msg_1")),

@@ -12,16 +12,17 @@ import pytest
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.conversation import Conversation  # noqa: E402
-from pydantic_ai.conversation_store import (  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.conversation_store import (
     ConversationConflict,
     InMemoryConversationStore,
 )
-from pydantic_ai.messages import (  # noqa: E402
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.messages import (
+    BinaryImage,
     CompactionPart,
     FilePart,
-    BinaryImage,
     ImageUrl,
     ModelRequest,
     ModelResponse,
@@ -33,12 +34,11 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.exceptions import UserError  # noqa: E402
-from pydantic_ai.models.test import TestModel  # noqa: E402
-from pydantic_ai.usage import RequestUsage  # noqa: E402
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RequestUsage
 
-import sessiontree as st  # noqa: E402
-from sessiontree.adapters.pydantic_ai import (  # noqa: E402
+import sessiontree as st
+from sessiontree.adapters.pydantic_ai import (
     MESSAGE_CUSTOM_TYPE,
     RECORD_CUSTOM_TYPE,
     PydanticAIConversationStore,
@@ -46,9 +46,9 @@ from sessiontree.adapters.pydantic_ai import (  # noqa: E402
     message_to_model_message,
     model_message_to_message,
 )
-from sessiontree.aio import AsyncSessionRepo  # noqa: E402
+from sessiontree.aio import AsyncSessionRepo
 
-from .conftest import run  # noqa: E402
+from .conftest import run
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
 
@@ -194,9 +194,18 @@ async def _scenario(store: Any) -> list[Any]:
     await store.save(third)
     record = await store.read_record("c1")
     out.append(len(record.branches))
-    out.append([m == n for m, n in zip((await store.load("c1")).messages, third.conversation.messages, strict=True)])
+    out.append(
+        [
+            m == n
+            for m, n in zip(
+                (await store.load("c1")).messages, third.conversation.messages, strict=True
+            )
+        ]
+    )
     # Back to the branch it left.
-    back = await store.branch("c1", from_entry=record.branches[0], expected_revision=record.revision)
+    back = await store.branch(
+        "c1", from_entry=record.branches[0], expected_revision=record.revision
+    )
     out.append(back.messages == second.conversation.messages)
     # A stale revision conflicts.
     try:
@@ -253,7 +262,9 @@ def test_the_file_holds_the_tree_and_reopens(tmp_path: Any) -> None:
             conversation_id="odd",
             messages=[
                 UNMAPPED[0],
-                ModelResponse(parts=[FilePart(BinaryImage(data=b"\x89PNG", media_type="image/png"))]),
+                ModelResponse(
+                    parts=[FilePart(BinaryImage(data=b"\x89PNG", media_type="image/png"))]
+                ),
             ],
         )
         await store.save(odd)

@@ -134,6 +134,11 @@ def _load_entries(storage: SessionStorage) -> list[Any]:
     ]
 
 
+def _mtime(m: SessionMetadata) -> int:
+    """When the session last changed, in Unix ms (the SDK's ``mtime``)."""
+    return 0 if m.modified is None else int(m.modified.timestamp() * 1000)
+
+
 class ClaudeAgentSessionStore:
     """A Claude Agent SDK ``SessionStore`` keeping each transcript in a sessiontree session.
 
@@ -215,7 +220,7 @@ class ClaudeAgentSessionStore:
         """The main transcripts of ``project_key``, with their last-modified times (Unix
         ms)."""
         return [
-            {"session_id": m.name, "mtime": int(m.modified.timestamp() * 1000)}
+            {"session_id": m.name, "mtime": _mtime(m)}
             for m in await self._rows(project_key)
             if m.parent_session is None
             and m.name is not None
@@ -256,7 +261,9 @@ class ClaudeAgentSessionStore:
         if not isinstance(project_key, str):
             raise SessionError("invalid_argument", "project_key must be a str")
         return [
-            m for m in await self._repo.list(cwd=project_key) if m.error is None and m.cwd == project_key
+            m
+            for m in await self._repo.list(cwd=project_key)
+            if m.error is None and m.cwd == project_key
         ]
 
     async def close(self) -> None:

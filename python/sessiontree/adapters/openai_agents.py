@@ -184,9 +184,7 @@ def _reasoning(item: dict[str, Any], names: dict[str, str], provider: str, model
     return message, {**item, "summary": residual}
 
 
-def _function_call(
-    item: dict[str, Any], names: dict[str, str], provider: str, model: str
-) -> Any:
+def _function_call(item: dict[str, Any], names: dict[str, str], provider: str, model: str) -> Any:
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
     if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
         return None
@@ -323,7 +321,7 @@ def _with_residual(message: AgentMessage, residual: dict[str, Any]) -> dict[str,
     if isinstance(message, UserMessage):
         content = message.content
         rest = residual.get("content")
-        item["content"] = content if rest is None else _blocks_back(content, rest)  # type: ignore[arg-type]
+        item["content"] = content if rest is None else _blocks_back(content, rest)
     elif isinstance(message, ToolResultMessage):
         item["call_id"] = message.tool_call_id
         rest = residual.get("output")
@@ -382,9 +380,7 @@ def _default_items(message: AgentMessage) -> list[Any]:
             if len(message.content) == 1 and isinstance(message.content[0], TextContent)
             else _default_blocks(message.content)
         )
-        return [
-            {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
-        ]
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
     if isinstance(message, AssistantMessage):
         items: list[Any] = []
         texts: list[dict[str, Any]] = []
@@ -712,7 +708,9 @@ class OpenAIAgentsSession:
         out = []
         for entry, count in tips:
             items = entry_to_items(entry)
-            out.append(Branch(entry.id, count, items[-1] if items else None, entry.id == current_item))
+            out.append(
+                Branch(entry.id, count, items[-1] if items else None, entry.id == current_item)
+            )
         return out
 
     async def branch(

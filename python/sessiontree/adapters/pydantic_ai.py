@@ -406,7 +406,9 @@ def _stored(entry: ConversationEntry) -> SessionTreeEntry:
     if message is not None:
         return MessageEntry(**base, message=message)
     return CustomEntry(
-        **base, custom_type=MESSAGE_CUSTOM_TYPE, data=_MESSAGE.dump_python(entry.message, mode="json")
+        **base,
+        custom_type=MESSAGE_CUSTOM_TYPE,
+        data=_MESSAGE.dump_python(entry.message, mode="json"),
     )
 
 
