@@ -188,6 +188,8 @@ async def _scenario(store: Any) -> list[Any]:
     loaded = await store.load("c1")
     out.append(loaded.messages == second.conversation.messages)
     out.append(len((await store.load("c1", limit=3)).messages))
+    out.append(len((await store.load("c1", limit=100)).messages))
+    out.append(len((await store.load("c1", limit=0)).messages))
     # Regenerate the second turn: a branch; the history it leaves is kept.
     branched = await store.branch("c1", at=4, expected_revision=loaded.revision)
     third = await agent.run("Something else?", conversation=branched)

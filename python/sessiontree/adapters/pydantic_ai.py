@@ -585,7 +585,7 @@ class PydanticAIConversationStore(ConversationStore):
                 raise KeyError(head_id)
             path = storage.get_path_to_root(head_id)
             if limit is not None:
-                path = path[len(path) - limit :] if limit else []
+                path = path[max(0, len(path) - limit) :]
             return [e for e in map(_entry_of, path) if e is not None]
 
         history: list[ConversationEntry] = await self._run(read)
