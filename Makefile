@@ -10,11 +10,12 @@ BIN := $(VENV)/bin
 # pyproject.toml stays `python` alone, so a plain `maturin build` ships without them.
 # `python` is repeated here in case the command line replaces pyproject's list.
 DEV_FEATURES := --features python,test-hooks
-# The agent-framework adapters' extras, installed for their tests at the exact versions of
-# constraints/adapters.txt (pip reads PIP_CONSTRAINT when maturin installs the extras).
+# The extras a dev install brings, and the pins of their test dependencies (pip reads
+# PIP_CONSTRAINT, a space-separated list, when maturin installs the extras): the async API's
+# test tools, and the agent frameworks behind the adapters (sessiontree.adapters).
 ADAPTER_EXTRAS := openai-agents,claude-agent-sdk,pydantic-ai
-EXTRAS := dev,cli,$(ADAPTER_EXTRAS)
-CONSTRAINED := PIP_CONSTRAINT=$(CURDIR)/constraints/adapters.txt
+EXTRAS := dev,cli,aio-test,$(ADAPTER_EXTRAS)
+CONSTRAINTS := constraints/async.txt constraints/adapters.txt
 
 .PHONY: help
 help: ## List the targets
@@ -27,11 +28,11 @@ $(PY):
 
 .PHONY: install
 install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
-	$(CONSTRAINED) $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
-	$(CONSTRAINED) $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
+	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
 
 .PHONY: demo
 demo: install ## Install, then build a real session on disk and print its tree and context

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
     from .adapters.openai_agents import OpenAIAgentsSession
     from .adapters.pydantic_ai import PydanticAIConversationStore
+    from .aio import AsyncSession, AsyncSessionRepo
     from .repo import (
         FORK_POSITIONS,
         ForkPosition,
@@ -106,6 +107,9 @@ __version__ = "0.1.0"
 # Names loaded on first use (PEP 562), so ``import sessiontree`` does not pay for them:
 # the session repositories are a separate layer over the core that many programs never use.
 _LAZY: dict[str, str] = {
+    # The async API imports asyncio, which programs without an event loop never need.
+    "AsyncSession": ".aio",
+    "AsyncSessionRepo": ".aio",
     "FORK_POSITIONS": ".repo",
     "ForkPosition": ".repo",
     "InMemorySessionRepo": ".repo",
@@ -146,6 +150,8 @@ __all__ = [
     "ActiveToolsChangeEntry",
     "AgentMessage",
     "AssistantMessage",
+    "AsyncSession",
+    "AsyncSessionRepo",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
     "ClaudeAgentSessionStore",

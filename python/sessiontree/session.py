@@ -309,7 +309,19 @@ class Session:
             cache = self._context_cache
             if cache is None:
                 cache = self._context_cache = ContextCache()
-            return cache.build(self._storage, options)
+            context = cache.build(self._storage, options)
+            assert context is not None
+            return context
+
+    def _build_context_if_cached(
+        self, options: SessionContextBuildOptions | None = None
+    ) -> SessionContext | None:
+        # For ``AsyncSession``: build_context(options) when that only extends the cached
+        # context (cheap enough for an event loop), else None with nothing done.
+        options = self.merge_context_build_options(options)
+        with self._atomic:
+            cache = self._context_cache
+            return None if cache is None else cache.build(self._storage, options, cheap=True)
 
     def clear_context_cache(self) -> None:
         """Forgets the cached context (and the memory it holds); the next

@@ -143,12 +143,24 @@ class ContextCache:
         elif isinstance(entry, ActiveToolsChangeEntry):
             self._tools = tuple(entry.active_tool_names)
 
-    def build(self, storage: SessionStorage, options: SessionContextBuildOptions) -> SessionContext:
-        """The context at the storage's current leaf with ``options``."""
+    def build(
+        self, storage: SessionStorage, options: SessionContextBuildOptions, *, cheap: bool = False
+    ) -> SessionContext | None:
+        """The context at the storage's current leaf with ``options``.
+
+        With ``cheap=True``, only if that extends what is cached (no branch read, no
+        entry transforms, so it costs the entries appended since the last build); else
+        ``None``, with nothing done (``AsyncSession`` then builds in a thread instead).
+        """
         leaf = storage.get_leaf_id()
         count = len(storage)
-        key = _options_key(options)
+        # Options are frozen: the same object has the same key (and is the common case).
+        key = self._key if options is self._options else _options_key(options)
         remake = key != self._key
+        if cheap and (
+            remake or leaf != self._leaf or count != self._count or options.entry_transforms
+        ):
+            return None
         if remake:
             self._key = key
             self._options = options
