@@ -28,10 +28,11 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 import sessiontree as st
-from sessiontree.aio import AsyncSessionRepo
 from conftest import Bench, human
 
-TOOL_OUTPUT = "\n".join(f"line {n}: def f(x):\\n    return {{'x': x}}  # \u00e9\t" for n in range(40))
+TOOL_OUTPUT = "\n".join(
+    f"line {n}: def f(x):\\n    return {{'x': x}}  # \u00e9\t" for n in range(40)
+)
 
 
 def _count(bench: Bench) -> int:
@@ -48,7 +49,10 @@ def _items(n: int) -> list[Any]:
     turn = 0
     while len(out) < n:
         out += [
-            {"content": f"Turn {turn}: fix the failing test in module {turn % 97}.", "role": "user"},
+            {
+                "content": f"Turn {turn}: fix the failing test in module {turn % 97}.",
+                "role": "user",
+            },
             {
                 "id": f"rs_{turn}",
                 "summary": [{"text": f"Look at module {turn % 97} first.", "type": "summary_text"}],
@@ -84,7 +88,9 @@ def _items(n: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("impl", ["sessiontree", "sessiontree-first-read", "sqlite"])
-def test_openai_get_items(benchmark: BenchmarkFixture, bench: Bench, scratch: Path, impl: str) -> None:
+def test_openai_get_items(
+    benchmark: BenchmarkFixture, bench: Bench, scratch: Path, impl: str
+) -> None:
     """``get_items()`` of every item of a long session."""
     pytest.importorskip("agents", reason="the openai-agents extra is not installed")
     from agents import SQLiteSession
@@ -100,7 +106,7 @@ def test_openai_get_items(benchmark: BenchmarkFixture, bench: Bench, scratch: Pa
         if impl == "sqlite":
             session = SQLiteSession("bench", scratch / "bench.db")
         else:
-            repo = AsyncSessionRepo(st.JsonlSessionRepo(scratch))
+            repo = st.AsyncSessionRepo(st.JsonlSessionRepo(scratch))
             session = loop.run_until_complete(OpenAIAgentsSession.open(repo, "bench"))
         for start in range(0, n, 5):  # one add_items per turn, as the Runner does
             loop.run_until_complete(session.add_items(items[start : start + 5]))
@@ -142,7 +148,9 @@ def _conversation(n: int) -> list[Any]:
     while len(out) < n:
         call = f"call_{turn}"
         out += [
-            ModelRequest(parts=[UserPromptPart(f"Turn {turn}: fix module {turn % 97}.", timestamp=t)]),
+            ModelRequest(
+                parts=[UserPromptPart(f"Turn {turn}: fix module {turn % 97}.", timestamp=t)]
+            ),
             ModelResponse(
                 parts=[ToolCallPart("read_file", {"path": f"src/m{turn % 97}.py"}, call)],
                 usage=RequestUsage(input_tokens=900 + turn, output_tokens=20),
@@ -179,7 +187,7 @@ def test_pydantic_load(benchmark: BenchmarkFixture, bench: Bench, scratch: Path,
     try:
         store: Any
         if impl == "sessiontree":
-            repo = AsyncSessionRepo(st.JsonlSessionRepo(scratch))
+            repo = st.AsyncSessionRepo(st.JsonlSessionRepo(scratch))
             store = loop.run_until_complete(PydanticAIConversationStore.open(repo, "bench"))
         else:
             store = InMemoryConversationStore()

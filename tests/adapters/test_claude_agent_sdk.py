@@ -14,12 +14,12 @@ from claude_agent_sdk import InMemorySessionStore
 from claude_agent_sdk.testing import run_session_store_conformance
 
 import sessiontree as st
+from sessiontree import AsyncSessionRepo
 from sessiontree.adapters.claude_agent_sdk import (
     ENTRY_CUSTOM_TYPE,
     ClaudeAgentSessionStore,
     session_id_for,
 )
-from sessiontree.aio import AsyncSessionRepo
 
 from .conftest import run
 

@@ -30,13 +30,13 @@ from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
 
 import sessiontree as st
+from sessiontree import AsyncSessionRepo
 from sessiontree.adapters.openai_agents import (
     ITEM_CUSTOM_TYPE,
     OpenAIAgentsSession,
     item_to_message,
     message_to_items,
 )
-from sessiontree.aio import AsyncSessionRepo
 
 from .conftest import FakeOpenAIAPI, run
 
@@ -216,6 +216,22 @@ def test_items_returned_are_the_callers_to_change(repo: AsyncSessionRepo) -> Non
             KNOWN_ITEMS[3],
             OTHER_ITEMS[3],
         ]
+
+    run(main())
+
+
+def test_open_refuses_an_unsafe_id_and_creates_a_missing_session(repo: AsyncSessionRepo) -> None:
+    async def main() -> None:
+        with pytest.raises(st.SessionError) as err:
+            await OpenAIAgentsSession.open(repo, "../escape")
+        assert err.value.code == "invalid_id"
+        fresh = await OpenAIAgentsSession.open(repo)
+        assert await fresh.get_items() == []
+        assert [m.id for m in await repo.list()] == [fresh.session_id]
+        await fresh.close()
+        with pytest.raises(st.SessionError) as err:
+            OpenAIAgentsSession(fresh.session.session)  # type: ignore[arg-type]
+        assert err.value.code == "invalid_argument"
 
     run(main())
 

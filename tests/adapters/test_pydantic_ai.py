@@ -38,6 +38,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RequestUsage
 
 import sessiontree as st
+from sessiontree import AsyncSessionRepo
 from sessiontree.adapters.pydantic_ai import (
     MESSAGE_CUSTOM_TYPE,
     RECORD_CUSTOM_TYPE,
@@ -46,7 +47,6 @@ from sessiontree.adapters.pydantic_ai import (
     message_to_model_message,
     model_message_to_message,
 )
-from sessiontree.aio import AsyncSessionRepo
 
 from .conftest import run
 
