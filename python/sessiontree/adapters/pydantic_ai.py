@@ -32,7 +32,8 @@ How pydantic-ai's names map to ours:
 
 The session is append-only: ``delete`` makes a conversation unloadable and unlisted, but
 its entries stay in the file (pydantic-ai lets a backend say so). One store object per
-session: the store keeps the records' index in memory.
+session: the store keeps an index of the records, and the JSON of the messages it wrote or
+read, in memory.
 """
 
 from __future__ import annotations
@@ -413,11 +414,14 @@ def _stored(entry: ConversationEntry) -> SessionTreeEntry:
 
 
 class _Index:
-    """The records of a store's session: conversation id -> the newest record's JSON (or
-    ``None`` once deleted), read from the file once."""
+    """What a store knows of its session: conversation id -> the newest record's JSON (or
+    ``None`` once deleted), read from the file once; and entry id -> the JSON of its
+    ``ModelMessage``, for every entry written or read (entries never change), so a load
+    decodes JSON instead of reading and converting each entry again."""
 
     def __init__(self, storage: SessionStorage) -> None:
         self.records: dict[str, dict[str, Any] | None] = {}
+        self.messages: dict[str, bytes] = {}
         for e in storage.get_entries("custom"):
             if not isinstance(e, CustomEntry):
                 continue
@@ -425,6 +429,17 @@ class _Index:
                 self.records[e.data["conversation_id"]] = e.data
             elif e.custom_type == DELETED_CUSTOM_TYPE:
                 self.records[e.data["conversation_id"]] = None
+
+    def entry(self, entry: SessionTreeEntry) -> ConversationEntry | None:
+        """The ``ConversationEntry`` an entry holds (``None`` for other entries)."""
+        known = self.messages.get(entry.id)
+        if known is not None:
+            message = _MESSAGE.validate_json(known)
+            return ConversationEntry(id=entry.id, parent_id=entry.parent_id, message=message)
+        found = _entry_of(entry)
+        if found is not None:
+            self.messages[entry.id] = _MESSAGE.dump_json(found.message)
+        return found
 
 
 class PydanticAIConversationStore(ConversationStore):
@@ -523,9 +538,10 @@ class PydanticAIConversationStore(ConversationStore):
             head = record.head_id
             if head is not None and head not in new_ids and storage.get_entry(head) is None:
                 raise ConversationConflict(record.conversation_id)
-            for e in stored:
+            for e, original in zip(stored, new_entries, strict=True):
                 if storage.get_entry(e.id) is None:
                     storage.append_entry(e)
+                    index.messages[e.id] = _MESSAGE.dump_json(original.message)
             storage.append_entry(
                 CustomEntry(
                     id=storage.create_entry_id(),
@@ -564,7 +580,7 @@ class PydanticAIConversationStore(ConversationStore):
 
         def read(storage: SessionStorage, index: _Index) -> Any:
             entry = storage.get_entry(entry_id)
-            found = None if entry is None else _entry_of(entry)
+            found = None if entry is None else index.entry(entry)
             if found is None:
                 raise KeyError(entry_id)
             return found
@@ -586,7 +602,7 @@ class PydanticAIConversationStore(ConversationStore):
             path = storage.get_path_to_root(head_id)
             if limit is not None:
                 path = path[max(0, len(path) - limit) :]
-            return [e for e in map(_entry_of, path) if e is not None]
+            return [e for e in map(index.entry, path) if e is not None]
 
         history: list[ConversationEntry] = await self._run(read)
         return history
