@@ -587,32 +587,29 @@ class OpenAIAgentsSession:
         """The items on the current branch, oldest first; with ``limit``, only the last
         ``limit`` of them (``limit <= 0`` gives ``[]``). ``limit=None`` uses
         ``session_settings.limit``."""
-        return [e.item for e in await self.get_item_entries(limit)]
+        return [item for _, item in await self._collect(limit)]
 
     async def get_item_entries(self, limit: int | None = None) -> list[ItemEntry]:
         """Like :meth:`get_items`, each item with the id of its entry (to branch from)."""
+        return [ItemEntry(entry_id, item) for entry_id, item in await self._collect(limit)]
+
+    async def _collect(self, limit: int | None) -> list[tuple[str, Any]]:
         _check_limit(limit)
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return []
         branch = await self._session.get_branch()
-        out: list[ItemEntry] = []
-        cache = self._items_json
+        out: list[tuple[str, Any]] = []
+        items_of = self._items_of
         # Newest first, so a limit converts only the entries it returns.
         for entry in reversed(branch):
-            text = cache.get(entry.id)
-            if text is None:
-                items = entry_to_items(entry)
-                cache[entry.id] = json.dumps(items, ensure_ascii=False)
-            else:
-                items = json.loads(text)
-            for item in reversed(items):
-                out.append(ItemEntry(entry.id, item))
+            entry_id = entry.id
+            for item in reversed(items_of(entry)):
+                out.append((entry_id, item))
             if limit is not None and len(out) >= limit:
                 del out[limit:]
                 break
         out.reverse()
-        self._learn_tool_names(e.item for e in out)
         return out
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -658,7 +655,7 @@ class OpenAIAgentsSession:
             if entry is None:
                 break
             if _is_item_entry(entry):
-                items = entry_to_items(entry)
+                items = self._items_of(entry)
                 await session.move_to(entry.parent_id)
                 return items[-1] if items else None
             entry_id = entry.parent_id
@@ -696,7 +693,7 @@ class OpenAIAgentsSession:
         while stack:
             node, count, done = stack.pop()
             is_item = _is_item_entry(node.entry)
-            here = count + (len(entry_to_items(node.entry)) if is_item else 0)
+            here = count + (len(self._items_of(node.entry)) if is_item else 0)
             if not done:
                 stack.append((node, count, True))
                 stack.extend((c, here, False) for c in reversed(node.children))
@@ -707,7 +704,7 @@ class OpenAIAgentsSession:
             below[id(node)] = is_item or has_item_below
         out = []
         for entry, count in tips:
-            items = entry_to_items(entry)
+            items = self._items_of(entry)
             out.append(
                 Branch(entry.id, count, items[-1] if items else None, entry.id == current_item)
             )
@@ -750,6 +747,16 @@ class OpenAIAgentsSession:
             await self._session.move_to(None if first is None else first.parent_id)
         else:
             await self._session.move_to(entries[keep - 1].entry_id)
+
+    def _items_of(self, entry: SessionTreeEntry) -> list[Any]:
+        """:func:`entry_to_items`, through the cache of items' JSON."""
+        text = self._items_json.get(entry.id)
+        if text is not None:
+            return json.loads(text)  # type: ignore[no-any-return]
+        items = entry_to_items(entry)
+        self._items_json[entry.id] = json.dumps(items, ensure_ascii=False)
+        self._learn_tool_names(items)
+        return items
 
     def _learn_tool_names(self, items: Any) -> None:
         for item in items:
