@@ -17,6 +17,7 @@ import sessiontree as st
 from sessiontree import AsyncSessionRepo
 from sessiontree.adapters.claude_agent_sdk import (
     ENTRY_CUSTOM_TYPE,
+    SUMMARY_CUSTOM_TYPE,
     ClaudeAgentSessionStore,
     session_id_for,
 )
@@ -24,6 +25,10 @@ from sessiontree.adapters.claude_agent_sdk import (
 from .conftest import run
 
 KEY: Any = {"project_key": "/home/me/project", "session_id": "5b1f0c1e-session"}
+
+
+def _transcript_children(node: Any) -> list[Any]:
+    return [c for c in node.children if c.entry.custom_type == ENTRY_CUSTOM_TYPE]
 
 
 def _store(path: Any) -> ClaudeAgentSessionStore:
@@ -104,14 +109,18 @@ def test_the_transcript_tree_is_the_sessions_tree(tmp_path: Any) -> None:
         assert session.get_session_name() == KEY["session_id"]
         assert session.storage.get_metadata().cwd == KEY["project_key"]
         (root,) = [r for r in session.get_tree() if r.entry.id == "u1"]
-        a1 = root.children[0]
-        (u2,) = a1.children
-        assert [c.entry.id for c in u2.children] == ["a2", "a2b"]
+        (a1,) = _transcript_children(root)
+        (u2,) = _transcript_children(a1)
+        assert [c.entry.id for c in _transcript_children(u2)] == ["a2", "a2b"]
+        # Each batch's running summary hangs beside the transcript, under its last entry.
+        summaries = [c for c in a1.children if c.entry.custom_type == SUMMARY_CUSTOM_TYPE]
+        assert len(summaries) == 1 and summaries[0].children == ()
         assert session.get_entry("a2").parent_id == "u2"
         # The title without a uuid hangs under the entry before it.
         title = next(e for e in session.storage.get_entries("custom") if "customTitle" in e.data)
         assert title.parent_id == "a2b"
-        assert {e.custom_type for e in session.storage.get_entries("custom")} == {ENTRY_CUSTOM_TYPE}
+        kinds = {e.custom_type for e in session.storage.get_entries("custom")}
+        assert kinds == {ENTRY_CUSTOM_TYPE, SUMMARY_CUSTOM_TYPE}
         # A sessiontree fork at an answer copies its path.
     repo = st.JsonlSessionRepo(tmp_path)
     fork = repo.fork(session_id_for(KEY), entry_id="a2", position="at")
@@ -132,9 +141,16 @@ def test_same_answers_as_the_sdks_in_memory_store(tmp_path: Any) -> None:
             await store.load({**KEY, "session_id": "never"}),
             sorted(s["session_id"] for s in await store.list_sessions(KEY["project_key"])),
             await store.list_subkeys(KEY),
+            sorted(
+                (x["session_id"], json.dumps(x["data"], sort_keys=True))
+                for x in await store.list_session_summaries(KEY["project_key"])
+            ),
         ]
         await store.delete(KEY)
         out += [await store.load(KEY), await store.load(sub), await store.list_subkeys(KEY)]
+        out.append(
+            sorted(x["session_id"] for x in await store.list_session_summaries(KEY["project_key"]))
+        )
         return out
 
     async def main() -> None:
@@ -164,4 +180,5 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path: Any) -> None:
 
     run(main())
     lines = (tmp_path / f"{session_id_for(KEY)}.jsonl").read_text().splitlines()
-    assert [json.loads(line)["type"] for line in lines] == ["session", "session_info", "custom"]
+    kinds = [json.loads(line).get("custom_type", json.loads(line)["type"]) for line in lines]
+    assert kinds == ["session", "session_info", ENTRY_CUSTOM_TYPE, SUMMARY_CUSTOM_TYPE]

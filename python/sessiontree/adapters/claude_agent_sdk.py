@@ -25,11 +25,14 @@ How the SDK's names map to ours:
   stored, so the transcript's tree is the session's tree; an entry without one hangs under
   the entry before it.
 
+- the SDK's running summary of a main transcript (``fold_session_summary``, read back by
+  ``list_session_summaries``) is a custom entry of type :data:`SUMMARY_CUSTOM_TYPE`
+  appended after each batch, under the batch's last entry (beside the transcript, never a
+  parent of it); its ``mtime`` is the entry's write time.
+
 ``load`` returns the entries in the order they were appended. Nothing is ever rewritten;
 ``delete`` deletes the session files. The store keeps the sessions it wrote or read open
 (a JSONL session holds its file's writer lock) until :meth:`ClaudeAgentSessionStore.close`.
-``list_session_summaries`` is not provided: the SDK then lists with ``list_sessions`` and
-``load``.
 """
 
 from __future__ import annotations
@@ -37,12 +40,14 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import now_iso
-from ..entries import CustomEntry
+from .._util import iso_to_ms, now_iso
+from ..entries import CustomEntry, SessionTreeEntry
 from ..errors import SessionError
 from ._common import import_framework, in_lane, json_copy, to_json
 
 import_framework("claude_agent_sdk", "claude-agent-sdk", "sessiontree.adapters.claude_agent_sdk")
+
+from claude_agent_sdk import fold_session_summary  # noqa: E402
 
 if TYPE_CHECKING:
     from claude_agent_sdk.types import (
@@ -50,16 +55,20 @@ if TYPE_CHECKING:
         SessionListSubkeysKey,
         SessionStoreEntry,
         SessionStoreListEntry,
+        SessionSummaryEntry,
     )
 
     from ..aio import AsyncSession, AsyncSessionRepo
     from ..storage import SessionStorage
     from ..types import SessionMetadata
 
-__all__ = ["ENTRY_CUSTOM_TYPE", "ClaudeAgentSessionStore", "session_id_for"]
+__all__ = ["ENTRY_CUSTOM_TYPE", "SUMMARY_CUSTOM_TYPE", "ClaudeAgentSessionStore", "session_id_for"]
 
 ENTRY_CUSTOM_TYPE: Final = "claude_agent_sdk.entry"
 """The ``custom_type`` of the entries holding transcript entries."""
+
+SUMMARY_CUSTOM_TYPE: Final = "claude_agent_sdk.summary"
+"""The ``custom_type`` of the entries holding the SDK's running session summary."""
 
 METADATA_KEY: Final = "claude_agent_sdk"
 """The header metadata key holding the session's ``SessionKey``."""
@@ -98,9 +107,37 @@ def _entry_id(value: object) -> str | None:
     return None
 
 
-def _append_entries(storage: SessionStorage, entries: list[Any]) -> None:
-    """Appends transcript entries to ``storage`` (in the session's lane)."""
+def _is_summary(entry: SessionTreeEntry | None) -> bool:
+    return isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE
+
+
+def _last_summary(storage: SessionStorage) -> CustomEntry | None:
+    """The newest summary entry (summaries are appended after each batch, so it is among
+    the last entries)."""
+    for entry in storage.get_entries("custom", reverse=True):
+        if isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE:
+            return entry
+    return None
+
+
+def _summary_of(entry: CustomEntry) -> SessionSummaryEntry:
+    """The SDK's summary an entry holds, its ``mtime`` the entry's write time."""
+    return {
+        "session_id": entry.data["session_id"],
+        "mtime": iso_to_ms(entry.timestamp),
+        "data": json_copy(entry.data["data"]),
+    }
+
+
+def _append_entries(storage: SessionStorage, entries: list[Any], key: SessionKey) -> None:
+    """Appends transcript entries to ``storage`` (in the session's lane), then, for a main
+    transcript, the SDK's running summary folded over them."""
     with storage.atomic():
+        last = storage.get_leaf_id()
+        if last is not None:
+            leaf = storage.get_entry(last)
+            if _is_summary(leaf):
+                last = leaf.parent_id  # type: ignore[union-attr]
         for data in entries:
             uuid = _entry_id(data.get("uuid"))
             if uuid is not None:
@@ -113,15 +150,31 @@ def _append_entries(storage: SessionStorage, entries: list[Any]) -> None:
                 parent = None
             else:
                 parent = _entry_id(data.get("parentUuid"))
-                if parent is None or storage.get_entry(parent) is None:
-                    parent = storage.get_leaf_id()
+                known_parent = None if parent is None else storage.get_entry(parent)
+                if known_parent is None or _is_summary(known_parent):
+                    parent = last
+            entry = CustomEntry(
+                id=uuid or storage.create_entry_id(),
+                parent_id=parent,
+                timestamp=now_iso(),
+                custom_type=ENTRY_CUSTOM_TYPE,
+                data=data,
+            )
+            storage.append_entry(entry)
+            last = entry.id
+        if key.get("subpath") is None:
+            previous = _last_summary(storage)
+            folded = fold_session_summary(
+                None if previous is None else _summary_of(previous), key, entries
+            )
+            # Hung under the transcript's last entry: a side leaf, never a parent.
             storage.append_entry(
                 CustomEntry(
-                    id=uuid or storage.create_entry_id(),
-                    parent_id=parent,
+                    id=storage.create_entry_id(),
+                    parent_id=last,
                     timestamp=now_iso(),
-                    custom_type=ENTRY_CUSTOM_TYPE,
-                    data=data,
+                    custom_type=SUMMARY_CUSTOM_TYPE,
+                    data={"session_id": folded["session_id"], "data": folded["data"]},
                 )
             )
 
@@ -206,7 +259,7 @@ class ClaudeAgentSessionStore:
             return
         session = await self._session(key, create=True)
         assert session is not None
-        await in_lane(session, _append_entries, session.storage, json_copy(entries))
+        await in_lane(session, _append_entries, session.storage, json_copy(entries), key)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """The transcript's entries in the order they were appended, or ``None`` for a key
@@ -226,6 +279,20 @@ class ClaudeAgentSessionStore:
             and m.name is not None
             and session_id_for({"project_key": project_key, "session_id": m.name}) == m.id
         ]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        """The SDK's running summaries of the main transcripts of ``project_key`` (kept
+        up to date by :meth:`append`), each stamped with its write time."""
+        out: list[SessionSummaryEntry] = []
+        for listed in await self.list_sessions(project_key):
+            key: SessionKey = {"project_key": project_key, "session_id": listed["session_id"]}
+            session = await self._session(key, create=False)
+            if session is None:
+                continue
+            entry = await in_lane(session, _last_summary, session.storage)
+            if entry is not None:
+                out.append(_summary_of(entry))
+        return out
 
     async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
         """The subpaths (subagent transcripts) stored under a session."""
