@@ -476,3 +476,74 @@ def test_many_sessions_in_one_loop(tmp_path: Path, msgs: Any) -> None:
             branch = session.get_branch()
             assert [e.id for e in branch][1:] == ids
             assert branch[-1].message.content[0].text == f"{k}:{n_turns - 1}"  # type: ignore[attr-defined]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() with threads (3.12+)
+def test_a_forked_child_gets_its_own_worker_threads(recording: ThreadRecordingStorage) -> None:
+    import os
+
+    release = threading.Event()
+    session = st.AsyncSession(recording)
+
+    async def parent() -> None:
+        # A call of this session is running in its worker thread at the fork.
+        started = threading.Event()
+
+        def slow() -> None:
+            started.set()
+            release.wait(10)
+
+        future = session._lane.submit(slow)
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        pid = os.fork()
+        if pid == 0:  # the child: the same session's next call must still run
+            code = 1
+            try:
+                asyncio.run(asyncio.wait_for(session.append_message(st.UserMessage("c")), 10))
+                code = 0
+            finally:
+                os._exit(code)
+        release.set()
+        await asyncio.wrap_future(future)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    asyncio.run(parent())
+
+
+def test_context_options_and_transforms_give_the_sync_results(msgs: Any) -> None:
+    transform_threads: set[str] = set()
+
+    def drop_customs(entries: list[st.SessionTreeEntry]) -> list[st.SessionTreeEntry]:
+        transform_threads.add(threading.current_thread().name)
+        return [e for e in entries if e.type != "custom_message"]
+
+    def project(entry: Any, index: int, entries: Any) -> list[st.AgentMessage]:
+        return [st.UserMessage(f"note {entry.data}", timestamp=msgs.ts)]
+
+    projecting = st.SessionContextBuildOptions(entry_projectors={"note": project})
+    dropping = st.SessionContextBuildOptions(entry_transforms=[drop_customs])
+    storage = _MemoryRecording()
+    sync = st.Session(st.InMemorySessionStorage(), projecting)
+
+    async def main() -> None:
+        session = st.AsyncSession(storage, projecting)
+        for i in range(_policy.BULK_INLINE_ENTRIES):
+            for s in (sync, session.session):
+                s.append_message(msgs.user(f"u{i}"))
+                if i % 50 == 0:
+                    s.append_custom_entry("note", i)
+                    s.append_custom_message_entry("c", f"c{i}")
+        for options in (None, dropping, None):
+            got = await session.build_context(options)
+            assert list(got.messages) == list(sync.build_context(options).messages)
+        # The first build of a long branch, and a transform (it runs over the whole
+        # branch on every build), run in a worker thread.
+        assert all(t.startswith("sessiontree-aio") for t in storage.threads["get_branch_entries"])
+        assert transform_threads and all(t.startswith("sessiontree-aio") for t in transform_threads)
+        branch = await session.get_branch()
+        assert [e.id for e in branch] == [e.id for e in session.session.get_branch()]
+        await session.close()
+
+    run(main)

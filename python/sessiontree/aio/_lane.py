@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final, TypeVar
@@ -48,16 +49,20 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _forget_pool() -> None:
-    # A forked child has none of the parent's threads: it starts its own pool.
+    # A forked child has none of the parent's threads: it starts its own pool, and a lane
+    # the parent was draining at the fork would otherwise wait forever for its drainer.
     global _pool, _pool_lock
     _pool = None
     _pool_lock = threading.Lock()
+    for lane in list(_lanes):
+        lane._reset()
 
 
 os.register_at_fork(after_in_child=_forget_pool)
 
 
 _Job = tuple["Future[Any]", Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+_lanes: weakref.WeakSet[Lane] = weakref.WeakSet()
 
 
 def _run(
@@ -98,13 +103,21 @@ class Lane:
     The lane holds no thread of its own: while it has work, one pool thread drains it.
     """
 
-    __slots__ = ("_active", "_jobs", "_lock", "_pending")
+    __slots__ = ("__weakref__", "_active", "_jobs", "_lock", "_pending")
 
     def __init__(self) -> None:
         self._jobs: collections.deque[_Job] = collections.deque()
         self._lock = threading.Lock()
         self._active = False  # a pool thread is draining the queue
         self._pending = 0  # calls submitted and not yet over
+        _lanes.add(self)
+
+    def _reset(self) -> None:
+        # In a forked child: the parent's queued calls are the parent's.
+        self._jobs.clear()
+        self._lock = threading.Lock()
+        self._active = False
+        self._pending = 0
 
     @property
     def idle(self) -> bool:

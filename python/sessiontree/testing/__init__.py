@@ -5,7 +5,13 @@ storage (or a repository) must keep, and says in plain words which broke, why, a
 which call::
 
     from sessiontree.testing import check_storage
-    check_storage(lambda header: MyStorage.create(header), lambda s: MyStorage.load(s.id))
+
+    def reopen(storage):
+        session_id = storage.get_metadata().id
+        storage.close()
+        return MyStorage.open(session_id)
+
+    print(check_storage(MyStorage.create, reopen))  # MyStorage.create(header) -> storage
 
 It needs no test runner: a broken contract raises :class:`ConformanceError` (an
 ``AssertionError``, so pytest, unittest and plain scripts all show the report). For one
