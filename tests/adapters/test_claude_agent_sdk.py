@@ -45,7 +45,8 @@ def test_the_sdks_conformance_suite(tmp_path: Any, kind: str) -> None:
             if kind == "jsonl"
             else st.InMemorySessionRepo()
         )
-        stores.append(ClaudeAgentSessionStore(AsyncSessionRepo(repo)))
+        # A plain SessionRepo is wrapped; an AsyncSessionRepo is taken as it is.
+        stores.append(ClaudeAgentSessionStore(repo if kind == "memory" else AsyncSessionRepo(repo)))
         return stores[-1]
 
     async def main() -> None:

@@ -230,8 +230,25 @@ def test_open_refuses_an_unsafe_id_and_creates_a_missing_session(repo: AsyncSess
         assert [m.id for m in await repo.list()] == [fresh.session_id]
         await fresh.close()
         with pytest.raises(st.SessionError) as err:
-            OpenAIAgentsSession(fresh.session.session)  # type: ignore[arg-type]
+            OpenAIAgentsSession("chat")  # type: ignore[arg-type]
         assert err.value.code == "invalid_argument"
+        with pytest.raises(st.SessionError) as err:
+            await OpenAIAgentsSession.open("sessions")  # type: ignore[arg-type]
+        assert err.value.code == "invalid_argument"
+
+    run(main())
+
+
+def test_sync_sessions_and_repositories_are_wrapped(tmp_path: Any) -> None:
+    async def main() -> None:
+        repo = st.JsonlSessionRepo(tmp_path)
+        session = await OpenAIAgentsSession.open(repo, "chat")
+        await session.add_items([{"role": "user", "content": "hi"}])
+        await session.close()
+        with repo.open("chat") as sync:
+            assert await OpenAIAgentsSession(sync).get_items() == [
+                {"role": "user", "content": "hi"}
+            ]
 
     run(main())
 

@@ -295,7 +295,18 @@ def test_the_file_holds_the_tree_and_reopens(tmp_path: Any) -> None:
     run(main())
 
 
-def test_a_bad_session_is_refused() -> None:
+def test_a_sync_session_is_wrapped_and_anything_else_refused(tmp_path: Any) -> None:
+    async def main() -> None:
+        repo = st.JsonlSessionRepo(tmp_path)
+        store = await PydanticAIConversationStore.open(repo, "store")
+        saved = Conversation(conversation_id="c", messages=MAPPED[:1])
+        await store.save(saved)
+        await store.close()
+        with repo.open("store") as sync:
+            loaded = await PydanticAIConversationStore(sync).load("c")
+            assert loaded is not None and loaded.messages == MAPPED[:1]
+
+    run(main())
     with pytest.raises(st.SessionError) as err:
         PydanticAIConversationStore(st.InMemorySessionRepo())  # type: ignore[arg-type]
     assert err.value.code == "invalid_argument"

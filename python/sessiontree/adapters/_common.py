@@ -25,9 +25,18 @@ from ..errors import SessionError
 from ..messages import AgentMessage
 
 if TYPE_CHECKING:
-    from ..aio import AsyncSession
+    from ..aio import AsyncSession, AsyncSessionRepo
 
-__all__ = ["import_framework", "in_lane", "json_copy", "residual_of", "same_json", "to_json"]
+__all__ = [
+    "as_async_repo",
+    "as_async_session",
+    "import_framework",
+    "in_lane",
+    "json_copy",
+    "residual_of",
+    "same_json",
+    "to_json",
+]
 
 T = TypeVar("T")
 
@@ -83,3 +92,41 @@ async def in_lane(session: AsyncSession, fn: Callable[..., T], *args: Any) -> T:
 
     lane = session._lane  # type: ignore[attr-defined]
     return await wait(lane.submit(fn, *args))
+
+
+def as_async_session(session: object) -> AsyncSession:
+    """``session`` as an :class:`~sessiontree.AsyncSession` (a sync ``Session`` is wrapped).
+
+    Raises:
+        SessionError: ``invalid_argument`` for anything else.
+    """
+    from ..aio import AsyncSession
+    from ..session import Session
+
+    if isinstance(session, AsyncSession):
+        return session
+    if isinstance(session, Session):
+        return AsyncSession.wrap(session)
+    raise SessionError(
+        "invalid_argument",
+        f"session must be an AsyncSession or a Session, not {type(session).__name__}",
+    )
+
+
+def as_async_repo(repo: object) -> AsyncSessionRepo:
+    """``repo`` as an :class:`~sessiontree.AsyncSessionRepo` (a ``SessionRepo`` is wrapped).
+
+    Raises:
+        SessionError: ``invalid_argument`` for anything else.
+    """
+    from ..aio import AsyncSessionRepo
+    from ..repo import SessionRepo
+
+    if isinstance(repo, AsyncSessionRepo):
+        return repo
+    if isinstance(repo, SessionRepo):
+        return AsyncSessionRepo(repo)
+    raise SessionError(
+        "invalid_argument",
+        f"repo must be an AsyncSessionRepo or a SessionRepo, not {type(repo).__name__}",
+    )

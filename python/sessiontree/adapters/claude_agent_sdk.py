@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .._util import iso_to_ms, now_iso
 from ..entries import CustomEntry, SessionTreeEntry
 from ..errors import SessionError
-from ._common import import_framework, in_lane, json_copy, to_json
+from ._common import as_async_repo, import_framework, in_lane, json_copy, to_json
 
 import_framework("claude_agent_sdk", "claude-agent-sdk", "sessiontree.adapters.claude_agent_sdk")
 
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     )
 
     from ..aio import AsyncSession, AsyncSessionRepo
+    from ..repo import SessionRepo
     from ..storage import SessionStorage
     from ..types import SessionMetadata
 
@@ -197,17 +198,11 @@ class ClaudeAgentSessionStore:
 
     Args:
         repo: the repository the sessions live in (an
-            :class:`~sessiontree.AsyncSessionRepo` over any ``SessionRepo``).
+            :class:`~sessiontree.AsyncSessionRepo`, or any ``SessionRepo``, wrapped).
     """
 
-    def __init__(self, repo: AsyncSessionRepo) -> None:
-        from ..aio import AsyncSessionRepo
-
-        if not isinstance(repo, AsyncSessionRepo):
-            raise SessionError(
-                "invalid_argument", f"repo must be an AsyncSessionRepo, not {type(repo).__name__}"
-            )
-        self._repo = repo
+    def __init__(self, repo: AsyncSessionRepo | SessionRepo) -> None:
+        self._repo = as_async_repo(repo)
         self._open: dict[str, AsyncSession] = {}
 
     @property

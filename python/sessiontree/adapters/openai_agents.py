@@ -48,7 +48,15 @@ from ..messages import (
     UserMessage,
     message_from_dict,
 )
-from ._common import import_framework, json_copy, residual_of, same_json, to_json
+from ._common import (
+    as_async_repo,
+    as_async_session,
+    import_framework,
+    json_copy,
+    residual_of,
+    same_json,
+    to_json,
+)
 
 import_framework("agents", "openai-agents", "sessiontree.adapters.openai_agents")
 
@@ -62,6 +70,8 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
     from ..aio import AsyncSession, AsyncSessionRepo
+    from ..repo import SessionRepo
+    from ..session import Session
 else:
     TResponseInputItem = dict
 
@@ -498,7 +508,8 @@ class OpenAIAgentsSession:
     a branch of the tree (:meth:`list_branches`, :meth:`branch`).
 
     Args:
-        session: the sessiontree session (an :class:`~sessiontree.AsyncSession`).
+        session: the sessiontree session (an :class:`~sessiontree.AsyncSession`; a sync
+            :class:`~sessiontree.Session` is wrapped).
         session_settings: the SDK's ``SessionSettings`` (or its dict), whose ``limit``
             is the default of :meth:`get_items`.
         provider: the provider written on assistant messages (items do not say).
@@ -511,19 +522,13 @@ class OpenAIAgentsSession:
 
     def __init__(
         self,
-        session: AsyncSession,
+        session: AsyncSession | Session,
         *,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
     ) -> None:
-        from ..aio import AsyncSession
-
-        if not isinstance(session, AsyncSession):
-            raise SessionError(
-                "invalid_argument",
-                f"session must be an AsyncSession, not {type(session).__name__}",
-            )
+        session = as_async_session(session)
         if not provider or not model:
             raise SessionError("invalid_argument", "provider and model must not be empty")
         self._session = session
@@ -545,7 +550,7 @@ class OpenAIAgentsSession:
     @classmethod
     async def open(
         cls,
-        repo: AsyncSessionRepo,
+        repo: AsyncSessionRepo | SessionRepo,
         session_id: str | None = None,
         *,
         cwd: str | None = None,
@@ -560,6 +565,7 @@ class OpenAIAgentsSession:
             SessionError: ``invalid_id`` for an id that is not a safe file name; what
                 :meth:`~sessiontree.SessionRepo.open` raises (``locked``, ``corrupt``...).
         """
+        repo = as_async_repo(repo)
         session: AsyncSession | None = None
         if session_id is not None:
             try:

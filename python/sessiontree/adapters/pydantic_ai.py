@@ -60,7 +60,14 @@ from ..messages import (
     message_from_dict,
 )
 from ..types import SessionContext
-from ._common import import_framework, in_lane, residual_of, same_json
+from ._common import (
+    as_async_repo,
+    as_async_session,
+    import_framework,
+    in_lane,
+    residual_of,
+    same_json,
+)
 
 import_framework("pydantic_ai", "pydantic-ai", "sessiontree.adapters.pydantic_ai")
 
@@ -85,6 +92,8 @@ from pydantic_ai.messages import (  # noqa: E402
 
 if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
+    from ..repo import SessionRepo
+    from ..session import Session
     from ..storage import SessionStorage
 
 __all__ = [
@@ -447,25 +456,21 @@ class PydanticAIConversationStore(ConversationStore):
     session (see the module's docs for the mapping).
 
     Args:
-        session: the store's session (an :class:`~sessiontree.AsyncSession`).
+        session: the store's session (an :class:`~sessiontree.AsyncSession`; a sync
+            :class:`~sessiontree.Session` is wrapped).
     """
 
-    def __init__(self, session: AsyncSession) -> None:
-        from ..aio import AsyncSession
-
-        if not isinstance(session, AsyncSession):
-            raise SessionError(
-                "invalid_argument",
-                f"session must be an AsyncSession, not {type(session).__name__}",
-            )
-        self._session = session
+    def __init__(self, session: AsyncSession | Session) -> None:
+        self._session = as_async_session(session)
         self._index: _Index | None = None
 
     @classmethod
     async def open(
-        cls, repo: AsyncSessionRepo, store_id: str, *, cwd: str | None = None
+        cls, repo: AsyncSessionRepo | SessionRepo, store_id: str, *, cwd: str | None = None
     ) -> PydanticAIConversationStore:
-        """The store kept in session ``store_id`` of ``repo``, created if it does not exist."""
+        """The store kept in session ``store_id`` of ``repo`` (an ``AsyncSessionRepo`` or
+        any ``SessionRepo``), created if it does not exist."""
+        repo = as_async_repo(repo)
         try:
             session = await repo.open(store_id)
         except SessionError as exc:
