@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
@@ -480,3 +482,86 @@ def test_the_runner_over_several_turns_a_retry_and_a_compaction(
     ]
     assert [c["data"]["type"] for c in customs] == ["compaction"]
     assert customs[0]["data"]["encrypted_content"] == "SUMMARY"
+
+
+# -- property: any item comes back exactly --------------------------------------------
+
+_json = hs.recursive(
+    hs.none() | hs.booleans() | hs.integers(-(2**53), 2**53) | hs.text(max_size=8),
+    lambda inner: (
+        hs.lists(inner, max_size=3) | hs.dictionaries(hs.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_extra = hs.dictionaries(hs.sampled_from(["id", "status", "x", "provider_data"]), _json, max_size=2)
+_text = hs.text(max_size=20)
+
+
+@hs.composite
+def _block(draw: Any, kinds: list[str]) -> Any:
+    kind = draw(hs.sampled_from(kinds))
+    if kind == "input_image":
+        url = draw(hs.sampled_from(["data:image/png;base64,AAAA", "https://x/y.png", "data:x"]))
+        block = {"type": kind, "image_url": url}
+    elif kind == "refusal":
+        block = {"type": kind, "refusal": draw(_text)}
+    else:
+        block = {"type": kind, "text": draw(_text)}
+    return {
+        **block,
+        **draw(hs.dictionaries(hs.sampled_from(["annotations", "detail"]), _json, max_size=1)),
+    }
+
+
+@hs.composite
+def _item(draw: Any) -> Any:
+    kind = draw(hs.sampled_from(["user", "assistant", "reasoning", "call", "output", "other"]))
+    if kind == "user":
+        content = draw(
+            _text | hs.lists(_block(["input_text", "input_image", "input_file"]), max_size=3)
+        )
+        item: dict[str, Any] = {"role": "user", "content": content}
+    elif kind == "assistant":
+        content = draw(_text | hs.lists(_block(["output_text", "refusal"]), max_size=3))
+        item = {"type": "message", "role": "assistant", "content": content}
+    elif kind == "reasoning":
+        parts = draw(
+            hs.lists(hs.builds(lambda t: {"type": "summary_text", "text": t}, _text), max_size=2)
+        )
+        item = {"type": "reasoning", "summary": parts}
+    elif kind == "call":
+        args = draw(
+            hs.dictionaries(hs.text(max_size=4), _json, max_size=3).map(json.dumps)
+            | hs.dictionaries(hs.text(max_size=4), _json, max_size=3).map(
+                lambda d: json.dumps(d, separators=(",", ":"), ensure_ascii=False)
+            )
+            | _text
+        )
+        item = {
+            "type": "function_call",
+            "call_id": draw(_text),
+            "name": draw(_text),
+            "arguments": args,
+        }
+    elif kind == "output":
+        output = draw(_text | hs.lists(_block(["input_text"]), max_size=2))
+        item = {"type": "function_call_output", "call_id": draw(_text), "output": output}
+    else:
+        item = {"type": draw(hs.sampled_from(["compaction", "web_search_call", "mystery"]))}
+    return {**item, **draw(_extra)}
+
+
+@given(hs.lists(_item(), max_size=6))
+def test_any_items_come_back_exactly(items: list[Any]) -> None:
+    for item in items:
+        message = item_to_message(item)
+        if message is not None:
+            assert json.dumps(message_to_items(message)) == json.dumps([item])
+
+    async def main() -> list[Any]:
+        session = OpenAIAgentsSession(st.Session(st.InMemorySessionStorage()))
+        await session.add_items(items)
+        # A second object reads the entries themselves, not the first one's cache.
+        return await OpenAIAgentsSession(session.session).get_items()
+
+    assert json.dumps(run(main())) == json.dumps(items)
