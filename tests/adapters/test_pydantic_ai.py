@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
 
@@ -310,3 +312,69 @@ def test_a_sync_session_is_wrapped_and_anything_else_refused(tmp_path: Any) -> N
     with pytest.raises(st.SessionError) as err:
         PydanticAIConversationStore(st.InMemorySessionRepo())  # type: ignore[arg-type]
     assert err.value.code == "invalid_argument"
+
+
+# -- property: any message comes back equal ------------------------------------------
+
+_json = hs.recursive(
+    hs.none() | hs.booleans() | hs.integers(-(2**53), 2**53) | hs.text(max_size=6),
+    lambda inner: (
+        hs.lists(inner, max_size=3) | hs.dictionaries(hs.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+_text = hs.text(max_size=12)
+_args = hs.none() | hs.dictionaries(hs.text(max_size=4), _json, max_size=2) | _text
+_request_part = hs.one_of(
+    hs.builds(lambda t: SystemPromptPart(t, timestamp=T0), _text),
+    hs.builds(
+        lambda c: UserPromptPart(c, timestamp=T0), _text | hs.lists(_text, min_size=1, max_size=2)
+    ),
+    hs.builds(
+        lambda c, i, ok: ToolReturnPart(
+            "tool", c, i, timestamp=T0, outcome="success" if ok else "failed"
+        ),
+        _json,
+        _text,
+        hs.booleans(),
+    ),
+    hs.builds(lambda c: CompactionPart(content=c), hs.none() | _text),
+)
+_response_part = hs.one_of(
+    hs.builds(TextPart, _text),
+    hs.builds(lambda t, sig: ThinkingPart(t, signature=sig), _text, hs.none() | _text),
+    hs.builds(lambda n, a, i: ToolCallPart(n, a, i), _text, _args, _text),
+    hs.builds(lambda c: CompactionPart(content=c, provider_name="openai"), hs.none() | _text),
+)
+_message = hs.one_of(
+    hs.builds(
+        lambda parts, ins: ModelRequest(parts=parts, instructions=ins, timestamp=T0),
+        hs.lists(_request_part, min_size=1, max_size=3),
+        hs.none() | _text,
+    ),
+    hs.builds(
+        lambda parts, model, provider, finish, n: ModelResponse(
+            parts=parts,
+            model_name=model,
+            provider_name=provider,
+            finish_reason=finish,
+            usage=RequestUsage(input_tokens=n, output_tokens=n // 2),
+            timestamp=T0,
+        ),
+        hs.lists(_response_part, max_size=4),
+        hs.none() | _text,
+        hs.none() | _text,
+        hs.sampled_from([None, "stop", "length", "tool_call", "error"]),
+        hs.integers(0, 10**6),
+    ),
+)
+
+
+@given(_message)
+def test_any_message_comes_back_equal(message: Any) -> None:
+    ours = model_message_to_message(message)
+    if ours is None:
+        return
+    assert message_to_model_message(ours) == message
+    again = st.message_from_dict(json.loads(json.dumps(st.message_to_dict(ours))))
+    assert message_to_model_message(again) == message
