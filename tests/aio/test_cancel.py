@@ -135,26 +135,45 @@ def test_cancelled_repo_calls_leave_no_session_locked(seed: int, tmp_path: Path)
     )
 
 
+class _GatedAppends(st.JsonlSessionStorage):
+    """A file storage whose appends wait for the test's go-ahead, in their worker thread."""
+
+    started: threading.Event
+    proceed: threading.Event
+
+    def append_entry(self, entry: st.SessionTreeEntry) -> None:
+        self.started.set()
+        self.proceed.wait(10)
+        super().append_entry(entry)
+
+
 def test_a_call_cancelled_while_queued_never_runs(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
+    st.JsonlSessionStorage.create(path).close()
+    storage = _GatedAppends.open(path, durability="fsync")
+    storage.started, storage.proceed = threading.Event(), threading.Event()
 
     async def main() -> tuple[Any, Any]:
-        session = st.AsyncSession(st.JsonlSessionStorage.create(path, durability="fsync"))
+        session = st.AsyncSession(storage)
         first = asyncio.create_task(session.append_message(st.UserMessage("first")))
         second = asyncio.create_task(session.append_message(st.UserMessage("second")))
         third = asyncio.create_task(session.append_message(st.UserMessage("third")))
-        await asyncio.sleep(0)  # all three submitted; "first" runs, the others wait
+        while not storage.started.is_set():  # "first" is running; the others wait
+            await asyncio.sleep(0.001)
         second.cancel()
+        await asyncio.sleep(0.01)
+        assert second.done()  # a queued call's cancellation arrives at once
+        storage.proceed.set()
         results = await asyncio.gather(first, second, third, return_exceptions=True)
         await session.close()
-        return results[1], [r for r in (results[0], results[2])]
+        return results[1], [results[0], results[2]]
 
     cancelled, ids = asyncio.run(main())
     assert isinstance(cancelled, asyncio.CancelledError)
-    with st.JsonlSessionStorage.open(path, readonly=True) as storage:
-        texts = [e.message.content for e in storage.get_entries()]  # type: ignore[attr-defined]
-        assert [e.id for e in storage.get_entries()] == ids
-    assert texts == ["first", "third"]
+    with st.JsonlSessionStorage.open(path, readonly=True) as reader:
+        entries = reader.get_entries()
+        assert [e.id for e in entries] == ids
+        assert [e.message.content for e in entries] == ["first", "third"]  # type: ignore[attr-defined]
 
 
 class _SlowClose(st.JsonlSessionStorage):
