@@ -88,6 +88,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
+    from .adapters.openai_agents import OpenAIAgentsSession
+    from .adapters.pydantic_ai import PydanticAIConversationStore
     from .aio import AsyncSession, AsyncSessionRepo
     from .repo import (
         FORK_POSITIONS,
@@ -118,6 +121,10 @@ _LAZY: dict[str, str] = {
     "SessionRepo": ".repo",
     "get_entries_to_fork": ".repo",
     "is_valid_session_id": ".repo",
+    # The agent-framework adapters: each imports its framework (an optional extra).
+    "ClaudeAgentSessionStore": ".adapters.claude_agent_sdk",
+    "OpenAIAgentsSession": ".adapters.openai_agents",
+    "PydanticAIConversationStore": ".adapters.pydantic_ai",
 }
 
 
@@ -151,6 +158,7 @@ __all__ = [
     "AsyncSessionRepo",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
+    "ClaudeAgentSessionStore",
     "CompactionEntry",
     "CompactionSummaryMessage",
     "ContextState",
@@ -175,7 +183,9 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "OpenAIAgentsSession",
     "PiSessionRepo",
+    "PydanticAIConversationStore",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",
