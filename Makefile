@@ -11,9 +11,11 @@ BIN := $(VENV)/bin
 # `python` is repeated here in case the command line replaces pyproject's list.
 DEV_FEATURES := --features python,test-hooks
 # The extras a dev install brings, and the pins of their test dependencies (pip reads
-# PIP_CONSTRAINT, a space-separated list, when maturin installs the extras).
-EXTRAS := dev,cli,aio-test
-CONSTRAINTS := constraints/async.txt
+# PIP_CONSTRAINT, a space-separated list, when maturin installs the extras): the async API's
+# test tools, and the agent frameworks behind the adapters (sessiontree.adapters).
+ADAPTER_EXTRAS := openai-agents,claude-agent-sdk,pydantic-ai
+EXTRAS := dev,cli,aio-test,$(ADAPTER_EXTRAS)
+CONSTRAINTS := constraints/async.txt constraints/adapters.txt
 
 .PHONY: help
 help: ## List the targets

@@ -88,6 +88,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
+    from .adapters.openai_agents import OpenAIAgentsSession
+    from .adapters.pydantic_ai import PydanticAIConversationStore
     from .aio import AsyncSession, AsyncSessionRepo
     from .postgres import PostgresSessionRepo, PostgresSessionStorage
     from .repo import (
@@ -122,6 +125,10 @@ _LAZY: dict[str, str] = {
     # The PostgreSQL backend (extra ``postgres``); psycopg is imported only when used.
     "PostgresSessionRepo": ".postgres",
     "PostgresSessionStorage": ".postgres",
+    # The agent-framework adapters: each imports its framework (an optional extra).
+    "ClaudeAgentSessionStore": ".adapters.claude_agent_sdk",
+    "OpenAIAgentsSession": ".adapters.openai_agents",
+    "PydanticAIConversationStore": ".adapters.pydantic_ai",
 }
 
 
@@ -155,6 +162,7 @@ __all__ = [
     "AsyncSessionRepo",
     "BranchSummaryEntry",
     "BranchSummaryMessage",
+    "ClaudeAgentSessionStore",
     "CompactionEntry",
     "CompactionSummaryMessage",
     "ContextState",
@@ -179,9 +187,11 @@ __all__ = [
     "MessageSequence",
     "ModelChangeEntry",
     "ModelRef",
+    "OpenAIAgentsSession",
     "PiSessionRepo",
     "PostgresSessionRepo",
     "PostgresSessionStorage",
+    "PydanticAIConversationStore",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",

@@ -1266,26 +1266,30 @@ def _fill_from(obj: Any, fresh: Any) -> None:
             f"the line of a {cls.__name__} now holds a {type(fresh).__name__}: the session "
             "file was changed by another program",
         )
-    for descr in _slots_of(cls):
-        try:
-            descr.__get__(obj)
-        except AttributeError:
-            descr.__set__(obj, descr.__get__(fresh))
-    # Another thread may have filled it first.
+    # Another thread may fill it at the same time: it copies the same values.
+    for descr in _unread_slots_of(cls):
+        descr.__set__(obj, descr.__get__(fresh))
     with contextlib.suppress(AttributeError):
         _SRC.__delete__(obj)
 
 
+# What the engine sets when it hands an object out unread (``rust/py/lazy.rs``): an
+# entry's base fields from the arena (a dangling parent reads as None there, unlike its
+# line) and a message entry's message object, which is itself handed out unread.
+_SET_UNREAD: Final = frozenset({"id", "parent_id", "timestamp", "message"})
 _SLOTS: dict[type, tuple[Any, ...]] = {}
 
 
-def _slots_of(cls: type) -> tuple[Any, ...]:
-    """The slot descriptors of every dataclass field of ``cls`` (``_extra`` included)."""
+def _unread_slots_of(cls: type) -> tuple[Any, ...]:
+    """The slot descriptors of the dataclass fields (``_extra`` included) that an object of
+    ``cls`` handed out unread does not have yet."""
     slots = _SLOTS.get(cls)
     if slots is None:
+        preset = _SET_UNREAD if issubclass(cls, SessionTreeEntry) else frozenset()
         slots = tuple(
             next(b.__dict__[f.name] for b in cls.__mro__ if f.name in b.__dict__)
             for f in dataclasses.fields(cls)
+            if f.name not in preset
         )
         _SLOTS[cls] = slots
     return slots

@@ -708,6 +708,11 @@ pub fn scan_to_native(line: &str) -> Option<String> {
     Some(out)
 }
 
+/// True for a line of pi's: a JSON object with a top-level `parentId` and no `parent_id`.
+pub fn is_pi_line(line: &str) -> bool {
+    is_object(line) && RawObj::parse(line).is_ok_and(|o| o.has("parentId") && !o.has("parent_id"))
+}
+
 /// The message of a sessiontree line found in a pi file.
 pub const MIXED_IN_PI: &str =
     "a sessiontree (snake_case) entry in a pi (camelCase) file: the file mixes dialects";

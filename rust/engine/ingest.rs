@@ -457,7 +457,7 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
 /// A line of ours without `parent_id` that has pi's `parentId` is pi's: the file mixes
 /// dialects (refused, see [`Store::issue`]), not one malformed line.
 fn native_issue(text: &str, message: String) -> String {
-    if message.contains("`parent_id` is missing") && text.contains("\"parentId\"") {
+    if message.contains("`parent_id` is missing") && dialect::is_pi_line(text) {
         return dialect::MIXED_IN_NATIVE.to_owned();
     }
     message

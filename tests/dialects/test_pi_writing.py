@@ -342,3 +342,21 @@ def test_a_first_entry_longer_than_the_peek(tmp_path: Path) -> None:
         assert s.dialect == "pi" and len(s) == 1 and s.load_report.ok
     memory = st.InMemorySessionStorage.from_jsonl(header + entry)
     assert memory.dialect == "pi" and len(memory) == 1
+
+
+def test_a_parent_id_key_in_application_data_is_not_pis(write_session: Any) -> None:
+    """Only a top-level ``parentId`` says pi: one inside ``data`` of a malformed line of
+    ours leaves that line reported, the file read."""
+    bad = (
+        b'{"type":"custom","id":"x","timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"custom_type":"t","data":{"parentId":"y"}}\n'
+    )
+    good = (
+        b'{"type":"custom","id":"a","parent_id":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+        b'"custom_type":"t","data":null}\n'
+    )
+    path = write_session(good, bad)
+    with st.JsonlSessionStorage.open(path, readonly=True) as s:
+        assert s.dialect == "sessiontree" and len(s) == 1
+        (issue,) = s.load_report.issues
+        assert issue.kind == "malformed" and "parent_id" in issue.message

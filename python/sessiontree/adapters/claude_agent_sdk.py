@@ -1,0 +1,338 @@
+"""The Claude Agent SDK's ``SessionStore`` over a sessiontree repository.
+
+The SDK mirrors Claude Code's transcripts (JSONL files of entries linked by ``uuid`` and
+``parentUuid``) into a pluggable ``SessionStore``. :class:`ClaudeAgentSessionStore` puts
+each transcript in a sessiontree session, so they are sessiontree files that ``sessiontree
+tree``, ``show`` and forks work on::
+
+    from claude_agent_sdk import ClaudeAgentOptions, query
+    from sessiontree import AsyncSessionRepo, JsonlSessionRepo
+    from sessiontree.adapters.claude_agent_sdk import ClaudeAgentSessionStore
+
+    store = ClaudeAgentSessionStore(AsyncSessionRepo(JsonlSessionRepo("transcripts")))
+    options = ClaudeAgentOptions(session_store=store)
+
+How the SDK's names map to ours:
+
+- a ``SessionKey`` (``project_key``, ``session_id``, ``subpath``) is one session. Its id is
+  derived from the key (:func:`session_id_for`); its ``cwd`` is the ``project_key``, its
+  name the SDK's ``session_id`` (the ``subpath`` for a subagent transcript, whose
+  ``parent_session`` is the main transcript's session); the header's metadata holds the
+  key;
+- a transcript entry is a custom entry of type :data:`ENTRY_CUSTOM_TYPE` holding the entry's
+  JSON as it is. An entry with a ``uuid`` gets it as its id (a ``uuid`` already stored is
+  skipped: the SDK retries batches), and hangs under its ``parentUuid`` when that is
+  stored, so the transcript's tree is the session's tree; an entry without one hangs under
+  the entry before it.
+
+- the SDK's running summary of a main transcript (``fold_session_summary``, read back by
+  ``list_session_summaries``) is a custom entry of type :data:`SUMMARY_CUSTOM_TYPE`
+  appended after each batch, under the batch's last entry (beside the transcript, never a
+  parent of it); its ``mtime`` is the entry's write time.
+
+``load`` returns the entries in the order they were appended. Nothing is ever rewritten;
+``delete`` deletes the session files. The store keeps the sessions it wrote or read open
+(a JSONL session holds its file's writer lock) until :meth:`ClaudeAgentSessionStore.close`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Final
+
+from .._util import iso_to_ms, now_iso
+from ..entries import CustomEntry, SessionTreeEntry
+from ..errors import SessionError
+from ._common import as_async_repo, import_framework, in_lane, json_copy, to_json
+
+import_framework("claude_agent_sdk", "claude-agent-sdk", "sessiontree.adapters.claude_agent_sdk")
+
+from claude_agent_sdk import fold_session_summary  # noqa: E402
+
+if TYPE_CHECKING:
+    from claude_agent_sdk.types import (
+        SessionKey,
+        SessionListSubkeysKey,
+        SessionStoreEntry,
+        SessionStoreListEntry,
+        SessionSummaryEntry,
+    )
+
+    from ..aio import AsyncSession, AsyncSessionRepo
+    from ..repo import SessionRepo
+    from ..storage import SessionStorage
+    from ..types import SessionMetadata
+
+__all__ = ["ENTRY_CUSTOM_TYPE", "SUMMARY_CUSTOM_TYPE", "ClaudeAgentSessionStore", "session_id_for"]
+
+ENTRY_CUSTOM_TYPE: Final = "claude_agent_sdk.entry"
+"""The ``custom_type`` of the entries holding transcript entries."""
+
+SUMMARY_CUSTOM_TYPE: Final = "claude_agent_sdk.summary"
+"""The ``custom_type`` of the entries holding the SDK's running session summary."""
+
+METADATA_KEY: Final = "claude_agent_sdk"
+"""The header metadata key holding the session's ``SessionKey``."""
+
+_ID_PREFIX: Final = "claude-"
+_MAX_ID_BYTES: Final = 256
+
+
+def session_id_for(key: SessionKey | SessionListSubkeysKey) -> str:
+    """The sessiontree session id of a ``SessionKey``: the same key always gives the same
+    id, and a safe file name whatever the key holds.
+
+    >>> session_id_for({"project_key": "p", "session_id": "s"})
+    'claude-0d8b4952a543a8802c9f8bf1b475d715'
+    """
+    project, session = _key_part(key, "project_key"), _key_part(key, "session_id")
+    subpath = key.get("subpath")
+    if subpath is not None and (not isinstance(subpath, str) or not subpath):
+        raise SessionError("invalid_argument", "subpath must be a non-empty str when given")
+    text = "\0".join([project, session, subpath or ""])
+    return _ID_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _key_part(key: Any, name: str) -> str:
+    if not isinstance(key, dict):
+        raise SessionError("invalid_argument", f"a session key must be a dict, not {key!r}")
+    value = key.get(name)
+    if not isinstance(value, str):
+        raise SessionError("invalid_argument", f"the session key's {name} must be a str")
+    return value
+
+
+def _entry_id(value: object) -> str | None:
+    if isinstance(value, str) and value and len(value.encode()) <= _MAX_ID_BYTES:
+        return value
+    return None
+
+
+def _is_summary(entry: SessionTreeEntry | None) -> bool:
+    return isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE
+
+
+def _last_summary(storage: SessionStorage) -> CustomEntry | None:
+    """The newest summary entry (summaries are appended after each batch, so it is among
+    the last entries)."""
+    for entry in storage.get_entries("custom", reverse=True):
+        if isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE:
+            return entry
+    return None
+
+
+def _summary_of(entry: CustomEntry) -> SessionSummaryEntry:
+    """The SDK's summary an entry holds, its ``mtime`` the entry's write time."""
+    return {
+        "session_id": entry.data["session_id"],
+        "mtime": iso_to_ms(entry.timestamp),
+        "data": json_copy(entry.data["data"]),
+    }
+
+
+def _append_entries(storage: SessionStorage, entries: list[Any], key: SessionKey) -> None:
+    """Appends transcript entries to ``storage`` (in the session's lane), then, for a main
+    transcript, the SDK's running summary folded over them."""
+    with storage.atomic():
+        last = storage.get_leaf_id()
+        if last is not None:
+            leaf = storage.get_entry(last)
+            if _is_summary(leaf):
+                last = leaf.parent_id  # type: ignore[union-attr]
+        for data in entries:
+            uuid = _entry_id(data.get("uuid"))
+            if uuid is not None:
+                known = storage.get_entry(uuid)
+                if isinstance(known, CustomEntry) and known.custom_type == ENTRY_CUSTOM_TYPE:
+                    continue  # a batch the SDK sent again
+                if known is not None:
+                    uuid = None  # an id of ours: keep the uuid in the data only
+            if "parentUuid" in data and data["parentUuid"] is None:
+                parent = None
+            else:
+                parent = _entry_id(data.get("parentUuid"))
+                known_parent = None if parent is None else storage.get_entry(parent)
+                if known_parent is None or _is_summary(known_parent):
+                    parent = last
+            entry = CustomEntry(
+                id=uuid or storage.create_entry_id(),
+                parent_id=parent,
+                timestamp=now_iso(),
+                custom_type=ENTRY_CUSTOM_TYPE,
+                data=data,
+            )
+            storage.append_entry(entry)
+            last = entry.id
+        if key.get("subpath") is None:
+            previous = _last_summary(storage)
+            folded = fold_session_summary(
+                None if previous is None else _summary_of(previous), key, entries
+            )
+            # Hung under the transcript's last entry: a side leaf, never a parent.
+            storage.append_entry(
+                CustomEntry(
+                    id=storage.create_entry_id(),
+                    parent_id=last,
+                    timestamp=now_iso(),
+                    custom_type=SUMMARY_CUSTOM_TYPE,
+                    data={"session_id": folded["session_id"], "data": folded["data"]},
+                )
+            )
+
+
+def _load_entries(storage: SessionStorage) -> list[Any]:
+    return [
+        json_copy(e.data)
+        for e in storage.get_entries("custom")
+        if isinstance(e, CustomEntry) and e.custom_type == ENTRY_CUSTOM_TYPE
+    ]
+
+
+def _mtime(m: SessionMetadata) -> int:
+    """When the session last changed, in Unix ms (the SDK's ``mtime``)."""
+    return 0 if m.modified is None else int(m.modified.timestamp() * 1000)
+
+
+class ClaudeAgentSessionStore:
+    """A Claude Agent SDK ``SessionStore`` keeping each transcript in a sessiontree session.
+
+    Args:
+        repo: the repository the sessions live in (an
+            :class:`~sessiontree.AsyncSessionRepo`, or any ``SessionRepo``, wrapped).
+    """
+
+    def __init__(self, repo: AsyncSessionRepo | SessionRepo) -> None:
+        self._repo = as_async_repo(repo)
+        self._open: dict[str, AsyncSession] = {}
+
+    @property
+    def repo(self) -> AsyncSessionRepo:
+        """The repository behind the store."""
+        return self._repo
+
+    async def _session(self, key: SessionKey, *, create: bool) -> AsyncSession | None:
+        session_id = session_id_for(key)
+        session = self._open.get(session_id)
+        if session is not None:
+            return session
+        try:
+            session = await self._repo.open(session_id)
+        except SessionError as exc:
+            if exc.code != "not_found":
+                raise
+            if not create:
+                return None
+            subpath = key.get("subpath")
+            main = {"project_key": key["project_key"], "session_id": key["session_id"]}
+            session = await self._repo.create(
+                cwd=key["project_key"],
+                name=subpath if subpath is not None else key["session_id"],
+                parent_session=session_id_for(main) if subpath is not None else None,  # type: ignore[arg-type]
+                metadata={METADATA_KEY: dict(key)},
+                session_id=session_id,
+            )
+        self._open[session_id] = session
+        return session
+
+    # -- the SDK's SessionStore protocol -----------------------------------------------
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        """Appends a batch of transcript entries (see the module's docs for the tree).
+
+        Raises:
+            SessionError: ``invalid_argument`` for a bad key, or entries that are not a list
+                of JSON objects (nothing is written then).
+        """
+        session_id_for(key)
+        if not isinstance(entries, list):
+            raise SessionError("invalid_argument", "entries must be a list")
+        for n, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise SessionError("invalid_argument", f"entry {n} must be a dict")
+            to_json(entry, f"entry {n}")
+        if not entries:
+            return
+        session = await self._session(key, create=True)
+        assert session is not None
+        await in_lane(session, _append_entries, session.storage, json_copy(entries), key)
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        """The transcript's entries in the order they were appended, or ``None`` for a key
+        never written."""
+        session = await self._session(key, create=False)
+        if session is None:
+            return None
+        return await in_lane(session, _load_entries, session.storage)
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        """The main transcripts of ``project_key``, with their last-modified times (Unix
+        ms)."""
+        return [
+            {"session_id": m.name, "mtime": _mtime(m)}
+            for m in await self._rows(project_key)
+            if m.parent_session is None
+            and m.name is not None
+            and session_id_for({"project_key": project_key, "session_id": m.name}) == m.id
+        ]
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        """The SDK's running summaries of the main transcripts of ``project_key`` (kept
+        up to date by :meth:`append`), each stamped with its write time."""
+        out: list[SessionSummaryEntry] = []
+        for listed in await self.list_sessions(project_key):
+            key: SessionKey = {"project_key": project_key, "session_id": listed["session_id"]}
+            session = await self._session(key, create=False)
+            if session is None:
+                continue
+            entry = await in_lane(session, _last_summary, session.storage)
+            if entry is not None:
+                out.append(_summary_of(entry))
+        return out
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        """The subpaths (subagent transcripts) stored under a session."""
+        main = session_id_for(key)
+        return [
+            m.name
+            for m in await self._rows(key["project_key"])
+            if m.parent_session == main
+            and m.name is not None
+            and session_id_for({**key, "subpath": m.name}) == m.id
+        ]
+
+    async def delete(self, key: SessionKey) -> None:
+        """Deletes a transcript's session; a main transcript's key deletes its subagent
+        transcripts too."""
+        doomed = [session_id_for(key)]
+        if key.get("subpath") is None:
+            doomed += [
+                session_id_for({**key, "subpath": sub}) for sub in await self.list_subkeys(key)
+            ]
+        for session_id in doomed:
+            session = self._open.pop(session_id, None)
+            if session is not None:
+                await session.close()
+            try:
+                await self._repo.delete(session_id)
+            except SessionError as exc:
+                if exc.code != "not_found":
+                    raise
+
+    async def _rows(self, project_key: str) -> list[SessionMetadata]:
+        """The readable sessions of the repository whose ``cwd`` is ``project_key``."""
+        if not isinstance(project_key, str):
+            raise SessionError("invalid_argument", "project_key must be a str")
+        return [
+            m
+            for m in await self._repo.list(cwd=project_key)
+            if m.error is None and m.cwd == project_key
+        ]
+
+    async def close(self) -> None:
+        """Closes every session the store opened (idempotent)."""
+        while self._open:
+            _, session = self._open.popitem()
+            await session.close()
+
+    def __repr__(self) -> str:
+        return f"<ClaudeAgentSessionStore over {self._repo!r}, {len(self._open)} open>"

@@ -1,0 +1,793 @@
+"""The OpenAI Agents SDK's ``Session`` over a sessiontree session.
+
+:class:`OpenAIAgentsSession` satisfies the SDK's ``Session`` protocol (``session_id``,
+``session_settings``, ``get_items``, ``add_items``, ``pop_item``, ``clear_session``), so a
+``Runner`` keeps its history in a sessiontree file::
+
+    from agents import Agent, Runner
+    from sessiontree import AsyncSessionRepo, JsonlSessionRepo
+    from sessiontree.adapters.openai_agents import OpenAIAgentsSession
+
+    repo = AsyncSessionRepo(JsonlSessionRepo("sessions"))
+    session = await OpenAIAgentsSession.open(repo, "support-42")
+    result = await Runner.run(agent, "Hello", session=session)
+
+Each response input item is one entry. The items our messages can hold become message
+entries (a user message, an assistant message with its text, a reasoning item as thinking,
+a function call as a tool call, a function call output as a tool result), with whatever
+else the item carries kept beside the message, so the item comes back exactly; any other
+item (hosted tool calls, compaction items, system messages, ...) is a custom entry of type
+:data:`ITEM_CUSTOM_TYPE` holding the item's JSON as it is.
+
+The tree is the point: :meth:`~OpenAIAgentsSession.pop_item` and
+:meth:`~OpenAIAgentsSession.clear_session` move the leaf instead of deleting, so what they
+remove from the SDK's view stays in the file, on a branch that
+:meth:`~OpenAIAgentsSession.list_branches` lists and :meth:`~OpenAIAgentsSession.branch`
+resumes. A retry that pops the last turn, and the SDK's compaction session (which clears the
+session, then adds the compacted items), make branches instead of losing history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from .._util import now_ms
+from ..entries import CustomEntry, MessageEntry, SessionTreeEntry
+from ..errors import SessionError
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    message_from_dict,
+)
+from ._common import (
+    as_async_repo,
+    as_async_session,
+    import_framework,
+    json_copy,
+    residual_of,
+    same_json,
+    to_json,
+)
+
+import_framework("agents", "openai-agents", "sessiontree.adapters.openai_agents")
+
+from agents.memory.session_settings import (  # noqa: E402
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+    from ..aio import AsyncSession, AsyncSessionRepo
+    from ..repo import SessionRepo
+    from ..session import Session
+else:
+    TResponseInputItem = dict
+
+__all__ = [
+    "ITEM_CUSTOM_TYPE",
+    "RESIDUAL_KEY",
+    "Branch",
+    "ItemEntry",
+    "OpenAIAgentsSession",
+    "entry_to_items",
+    "item_to_message",
+    "message_to_items",
+]
+
+ITEM_CUSTOM_TYPE: Final = "openai_agents.item"
+"""The ``custom_type`` of the entries that hold an item no message holds exactly."""
+
+RESIDUAL_KEY: Final = "openai_agents"
+"""The extra message field holding what of the item the message does not (see
+``sessiontree.adapters._common``)."""
+
+DEFAULT_PROVIDER: Final = "openai"
+DEFAULT_MODEL: Final = "unknown"
+"""Items do not say which model wrote them; assistant messages need a provider and model."""
+
+_DATA_URL_PREFIX: Final = "data:"
+_BASE64_MARK: Final = ";base64,"
+# How a function call's ``arguments`` string is rebuilt from the parsed object: the
+# residual holds one of these markers, or the original string when neither encoding
+# reproduces it.
+_ARGS_DEFAULT: Final = None
+_ARGS_COMPACT: Final = 1
+
+
+# ------------------------------------------------------------------ item -> message
+
+
+def _kind(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind in ("function_call", "function_call_output", "reasoning"):
+        return str(kind)
+    if kind in (None, "message"):
+        role = item.get("role")
+        if role in ("user", "assistant"):
+            return str(role)
+    return None
+
+
+def _input_blocks(content: list[Any]) -> tuple[list[dict[str, Any]], list[Any]] | None:
+    """Our blocks and the residual blocks for a list of ``input_text``/``input_image``."""
+    blocks: list[dict[str, Any]] = []
+    residual: list[Any] = []
+    for b in content:
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "input_text" and isinstance(b.get("text"), str):
+            blocks.append({"type": "text", "text": b["text"]})
+            residual.append({**b, "text": None})
+        elif kind == "input_image" and isinstance(b.get("image_url"), str):
+            url: str = b["image_url"]
+            mime, mark, data = url.partition(_BASE64_MARK)
+            if not url.startswith(_DATA_URL_PREFIX) or not mark:
+                return None
+            blocks.append(
+                {"type": "image", "data": data, "mime_type": mime[len(_DATA_URL_PREFIX) :]}
+            )
+            residual.append({**b, "image_url": None})
+        else:
+            return None
+    return blocks, residual
+
+
+def _user(item: dict[str, Any], names: dict[str, str], provider: str, model: str) -> Any:
+    content = item.get("content")
+    if isinstance(content, str):
+        return {"role": "user", "content": content}, {**item, "content": None}
+    if not isinstance(content, list):
+        return None
+    mapped = _input_blocks(content)
+    if mapped is None:
+        return None
+    return {"role": "user", "content": mapped[0]}, {**item, "content": mapped[1]}
+
+
+def _assistant(item: dict[str, Any], names: dict[str, str], provider: str, model: str) -> Any:
+    content = item.get("content")
+    residual: Any
+    if isinstance(content, str):
+        blocks = [{"type": "text", "text": content}]
+        residual = None
+    elif isinstance(content, list):
+        blocks = []
+        residual = []
+        for b in content:
+            kind = b.get("type") if isinstance(b, dict) else None
+            key = "text" if kind == "output_text" else "refusal" if kind == "refusal" else None
+            if key is None or not isinstance(b.get(key), str):
+                return None
+            blocks.append({"type": "text", "text": b[key]})
+            residual.append({**b, key: None})
+    else:
+        return None
+    message = {"role": "assistant", "content": blocks, "provider": provider, "model": model}
+    return message, {**item, "content": residual}
+
+
+def _reasoning(item: dict[str, Any], names: dict[str, str], provider: str, model: str) -> Any:
+    summary = item.get("summary")
+    if not isinstance(summary, list):
+        return None
+    blocks = []
+    residual = []
+    for part in summary:
+        if not isinstance(part, dict) or not isinstance(part.get("text"), str):
+            return None
+        blocks.append({"type": "thinking", "thinking": part["text"]})
+        residual.append({**part, "text": None})
+    message = {"role": "assistant", "content": blocks, "provider": provider, "model": model}
+    return message, {**item, "summary": residual}
+
+
+def _function_call(item: dict[str, Any], names: dict[str, str], provider: str, model: str) -> Any:
+    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+    if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
+        return None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    marker: Any
+    if not isinstance(parsed, dict):
+        parsed, marker = {}, arguments
+    elif json.dumps(parsed, ensure_ascii=False) == arguments:
+        marker = _ARGS_DEFAULT
+    elif json.dumps(parsed, ensure_ascii=False, separators=(",", ":")) == arguments:
+        marker = _ARGS_COMPACT
+    else:
+        marker = arguments
+    block = {"type": "tool_call", "id": call_id, "name": name, "arguments": parsed}
+    message = {
+        "role": "assistant",
+        "content": [block],
+        "provider": provider,
+        "model": model,
+        "stop_reason": "tool_use",
+    }
+    return message, {**item, "call_id": None, "name": None, "arguments": marker}
+
+
+def _function_call_output(
+    item: dict[str, Any], names: dict[str, str], provider: str, model: str
+) -> Any:
+    call_id, output = item.get("call_id"), item.get("output")
+    if not isinstance(call_id, str):
+        return None
+    residual: Any
+    if isinstance(output, str):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": output}]
+        residual = None
+    elif isinstance(output, list):
+        mapped = _input_blocks(output)
+        if mapped is None:
+            return None
+        blocks, residual = mapped
+    else:
+        return None
+    message = {
+        "role": "tool_result",
+        "tool_call_id": call_id,
+        "tool_name": names.get(call_id, ""),
+        "content": blocks,
+    }
+    return message, {**item, "call_id": None, "output": residual}
+
+
+_TO_MESSAGE: Final = {
+    "user": _user,
+    "assistant": _assistant,
+    "reasoning": _reasoning,
+    "function_call": _function_call,
+    "function_call_output": _function_call_output,
+}
+
+
+def item_to_message(
+    item: Any,
+    *,
+    tool_names: dict[str, str] | None = None,
+    provider: str = DEFAULT_PROVIDER,
+    model: str = DEFAULT_MODEL,
+) -> AgentMessage | None:
+    """The message that holds ``item`` exactly, or ``None`` when no message can.
+
+    Known items (a user or assistant message, a reasoning item, a function call, a function
+    call output) map to a :class:`UserMessage`, :class:`AssistantMessage` (text, thinking
+    or one tool call) or :class:`ToolResultMessage`; the rest of the item is kept on the
+    message, so :func:`message_to_items` gives the item back unchanged. The mapping is
+    checked: an item that would not come back exactly gives ``None`` (store it as a custom
+    entry).
+
+    Args:
+        item: a response input item (a JSON object).
+        tool_names: call id -> tool name, to name the tool of a function call output.
+        provider: the provider written on assistant messages.
+        model: the model written on assistant messages.
+
+    >>> m = item_to_message({"role": "user", "content": "Hi"})
+    >>> m.content, message_to_items(m)
+    ('Hi', [{'role': 'user', 'content': 'Hi'}])
+    """
+    build = _TO_MESSAGE.get(_kind(item) or "")
+    if build is None:
+        return None
+    made = build(item, tool_names or {}, provider, model)
+    if made is None:
+        return None
+    fields, residual = made
+    fields["timestamp"] = now_ms()
+    fields[RESIDUAL_KEY] = residual
+    try:
+        message = message_from_dict(fields)
+    except SessionError:
+        return None
+    back = message_to_items(message)
+    if len(back) != 1 or not same_json(back[0], item):
+        return None
+    return message
+
+
+# ------------------------------------------------------------------ message -> items
+
+
+def _blocks_back(blocks: Sequence[Any], residual: list[Any]) -> list[Any]:
+    out = []
+    for block, rest in zip(blocks, residual, strict=True):
+        if isinstance(block, ImageContent):
+            out.append({**rest, "image_url": f"data:{block.mime_type};base64,{block.data}"})
+        else:
+            out.append({**rest, "text": block.text})
+    return out
+
+
+def _default_blocks(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for b in blocks:
+        if isinstance(b, ImageContent):
+            url = f"data:{b.mime_type};base64,{b.data}"
+            out.append({"type": "input_image", "image_url": url, "detail": "auto"})
+        else:
+            out.append({"type": "input_text", "text": b.text})
+    return out
+
+
+def _with_residual(message: AgentMessage, residual: dict[str, Any]) -> dict[str, Any]:
+    item = dict(residual)
+    if isinstance(message, UserMessage):
+        content = message.content
+        rest = residual.get("content")
+        item["content"] = content if rest is None else _blocks_back(content, rest)
+    elif isinstance(message, ToolResultMessage):
+        item["call_id"] = message.tool_call_id
+        rest = residual.get("output")
+        item["output"] = (
+            "".join(b.text for b in message.content if isinstance(b, TextContent))
+            if rest is None
+            else _blocks_back(message.content, rest)
+        )
+    elif isinstance(message, AssistantMessage):
+        kind = residual.get("type")
+        if kind == "function_call":
+            (call,) = message.content
+            assert isinstance(call, ToolCall)
+            marker = residual.get("arguments")
+            item["call_id"] = call.id
+            item["name"] = call.name
+            item["arguments"] = (
+                json.dumps(call.arguments, ensure_ascii=False)
+                if marker is _ARGS_DEFAULT
+                else json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+                if marker == _ARGS_COMPACT
+                else marker
+            )
+        elif kind == "reasoning":
+            item["summary"] = [
+                {**rest, "text": b.thinking}
+                for b, rest in zip(message.content, residual["summary"], strict=True)
+                if isinstance(b, ThinkingContent)
+            ]
+        else:
+            rest = residual.get("content")
+            texts = [b.text for b in message.content if isinstance(b, TextContent)]
+            if rest is None:
+                item["content"] = texts[0]
+            else:
+                item["content"] = [
+                    {**r, ("refusal" if r.get("type") == "refusal" else "text"): t}
+                    for t, r in zip(texts, rest, strict=True)
+                ]
+    return item
+
+
+def _default_items(message: AgentMessage) -> list[Any]:
+    """Items for a message no item was mapped to (one written by other sessiontree code)."""
+    if isinstance(message, UserMessage):
+        content = message.content
+        return [
+            {
+                "role": "user",
+                "content": content if isinstance(content, str) else _default_blocks(content),
+            }
+        ]
+    if isinstance(message, ToolResultMessage):
+        output: Any = (
+            message.content[0].text
+            if len(message.content) == 1 and isinstance(message.content[0], TextContent)
+            else _default_blocks(message.content)
+        )
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
+    if isinstance(message, AssistantMessage):
+        items: list[Any] = []
+        texts: list[dict[str, Any]] = []
+        for b in message.content:
+            if isinstance(b, TextContent):
+                texts.append({"type": "output_text", "text": b.text, "annotations": []})
+                continue
+            if texts:
+                items.append({"type": "message", "role": "assistant", "content": texts})
+                texts = []
+            if isinstance(b, ThinkingContent):
+                items.append(
+                    {"type": "reasoning", "summary": [{"type": "summary_text", "text": b.thinking}]}
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": b.id,
+                        "name": b.name,
+                        "arguments": json.dumps(b.arguments, ensure_ascii=False),
+                    }
+                )
+        if texts:
+            items.append({"type": "message", "role": "assistant", "content": texts})
+        return items
+    return []
+
+
+def message_to_items(message: AgentMessage) -> list[Any]:
+    """The response input items a message stands for.
+
+    A message :func:`item_to_message` made gives back its item exactly. Any other user,
+    assistant or tool-result message (one written by other sessiontree code) gives the
+    items that say the same: an assistant message's text, thinking and tool calls become
+    message, reasoning and function call items. Other messages give none.
+
+    >>> from sessiontree import ToolCall
+    >>> message_to_items(AssistantMessage([ToolCall("c1", "add", {"a": 1})], "x", "y"))
+    [{'type': 'function_call', 'call_id': 'c1', 'name': 'add', 'arguments': '{"a": 1}'}]
+    """
+    residual = residual_of(message, RESIDUAL_KEY)
+    if isinstance(residual, dict):
+        return [_with_residual(message, residual)]
+    return _default_items(message)
+
+
+def entry_to_items(entry: SessionTreeEntry) -> list[Any]:
+    """The items an entry stands for: its message's, or a custom item entry's item, or
+    none for any other entry. The items are the caller's to change."""
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        residual = residual_of(message, RESIDUAL_KEY)
+        if isinstance(residual, dict):
+            # Only the residual is shared with the entry: copy it, not the whole item
+            # (the message's strings are immutable).
+            return [_with_residual(message, json_copy(residual))]
+        return _default_items(message)
+    if isinstance(entry, CustomEntry) and entry.custom_type == ITEM_CUSTOM_TYPE:
+        return [json_copy(entry.data)]
+    return []
+
+
+def _is_item_entry(entry: SessionTreeEntry) -> bool:
+    if isinstance(entry, CustomEntry):
+        return entry.custom_type == ITEM_CUSTOM_TYPE
+    return isinstance(entry, MessageEntry) and isinstance(
+        entry.message, (UserMessage, AssistantMessage, ToolResultMessage)
+    )
+
+
+# ------------------------------------------------------------------------- session
+
+
+@dataclass(frozen=True)
+class ItemEntry:
+    """An item with the id of the entry that holds it (see
+    :meth:`OpenAIAgentsSession.get_item_entries`)."""
+
+    entry_id: str
+    item: Any
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A branch of the session's tree, named by its last item's entry.
+
+    Attributes:
+        leaf_id: the entry of the branch's last item; :meth:`OpenAIAgentsSession.branch`
+            with ``from_entry=leaf_id`` resumes it.
+        item_count: the items on the branch (as :meth:`~OpenAIAgentsSession.get_items`
+            would return them there).
+        last_item: the branch's last item.
+        current: whether the session's leaf is on this branch's last item.
+    """
+
+    leaf_id: str
+    item_count: int
+    last_item: Any
+    current: bool
+
+
+def _check_limit(limit: object) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise SessionError("invalid_argument", f"limit must be an int or None, not {limit!r}")
+
+
+class OpenAIAgentsSession:
+    """An OpenAI Agents SDK ``Session`` whose history is a sessiontree session's branch.
+
+    ``get_items`` returns the items on the current branch (root to leaf, cut at the nearest
+    compaction); ``add_items`` appends them under the leaf; ``pop_item`` moves the leaf to
+    the parent of the last item; ``clear_session`` moves it before the first entry, so the
+    next item starts a new root. Nothing is deleted: every earlier state of the history is
+    a branch of the tree (:meth:`list_branches`, :meth:`branch`).
+
+    Args:
+        session: the sessiontree session (an :class:`~sessiontree.AsyncSession`; a sync
+            :class:`~sessiontree.Session` is wrapped).
+        session_settings: the SDK's ``SessionSettings`` (or its dict), whose ``limit``
+            is the default of :meth:`get_items`.
+        provider: the provider written on assistant messages (items do not say).
+        model: the model written on assistant messages.
+
+    The object keeps the JSON text of every item it wrote or read (entries never change),
+    so each ``get_items`` decodes text, as a database-backed session does, instead of
+    reading and converting the entries again: memory about the size of those items.
+    """
+
+    def __init__(
+        self,
+        session: AsyncSession | Session,
+        *,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        provider: str = DEFAULT_PROVIDER,
+        model: str = DEFAULT_MODEL,
+    ) -> None:
+        session = as_async_session(session)
+        if not provider or not model:
+            raise SessionError("invalid_argument", "provider and model must not be empty")
+        self._session = session
+        self.session_settings: SessionSettings | None = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
+        self._provider = provider
+        self._model = model
+        # call id -> tool name, to name the tool of a function call output (the output
+        # item does not carry it); filled from every function call this object sees.
+        self._tool_names: dict[str, str] = {}
+        # Entry id -> the JSON of its items. Entries never change, so this is never stale;
+        # a call to get_items decodes the cached text (what a database-backed session pays)
+        # instead of reading each entry's line and converting its message again.
+        self._items_json: dict[str, str] = {}
+
+    @classmethod
+    async def open(
+        cls,
+        repo: AsyncSessionRepo | SessionRepo,
+        session_id: str | None = None,
+        *,
+        cwd: str | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        provider: str = DEFAULT_PROVIDER,
+        model: str = DEFAULT_MODEL,
+    ) -> OpenAIAgentsSession:
+        """Open the session ``session_id`` of ``repo``, creating it if it does not exist
+        (with a new id when ``session_id`` is ``None``).
+
+        Raises:
+            SessionError: ``invalid_id`` for an id that is not a safe file name; what
+                :meth:`~sessiontree.SessionRepo.open` raises (``locked``, ``corrupt``...).
+        """
+        repo = as_async_repo(repo)
+        session: AsyncSession | None = None
+        if session_id is not None:
+            try:
+                session = await repo.open(session_id)
+            except SessionError as exc:
+                if exc.code != "not_found":
+                    raise
+        if session is None:
+            session = await repo.create(cwd=cwd, session_id=session_id)
+        return cls(session, session_settings=session_settings, provider=provider, model=model)
+
+    @property
+    def session_id(self) -> str:
+        """The sessiontree session id (the SDK's ``session_id``)."""
+        return self._session.session.id
+
+    @property
+    def session(self) -> AsyncSession:
+        """The sessiontree session behind this SDK session."""
+        return self._session
+
+    # -- the SDK's Session protocol ----------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The items on the current branch, oldest first; with ``limit``, only the last
+        ``limit`` of them (``limit <= 0`` gives ``[]``). ``limit=None`` uses
+        ``session_settings.limit``."""
+        return [item for _, item in await self._collect(limit)]
+
+    async def get_item_entries(self, limit: int | None = None) -> list[ItemEntry]:
+        """Like :meth:`get_items`, each item with the id of its entry (to branch from)."""
+        return [ItemEntry(entry_id, item) for entry_id, item in await self._collect(limit)]
+
+    async def _collect(self, limit: int | None) -> list[tuple[str, Any]]:
+        _check_limit(limit)
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and limit <= 0:
+            return []
+        branch = await self._session.get_branch()
+        out: list[tuple[str, Any]] = []
+        items_of = self._items_of
+        # Newest first, so a limit converts only the entries it returns.
+        for entry in reversed(branch):
+            entry_id = entry.id
+            for item in reversed(items_of(entry)):
+                out.append((entry_id, item))
+            if limit is not None and len(out) >= limit:
+                del out[limit:]
+                break
+        out.reverse()
+        return out
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Appends ``items`` under the leaf, one entry each.
+
+        Every item is checked (a JSON object) before anything is written.
+
+        Raises:
+            SessionError: ``invalid_argument`` for a non-list, an item that is not a dict
+                or not JSON.
+        """
+        if not isinstance(items, list):
+            raise SessionError(
+                "invalid_argument", f"items must be a list, not {type(items).__name__}"
+            )
+        planned: list[tuple[AgentMessage | _Custom, str]] = []
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise SessionError(
+                    "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
+                )
+            text = to_json(item, f"item {n}")
+            self._learn_tool_names([item])
+            message = item_to_message(
+                item, tool_names=self._tool_names, provider=self._provider, model=self._model
+            )
+            planned.append((message if message is not None else _Custom(json.loads(text)), text))
+        for thing, text in planned:
+            if isinstance(thing, _Custom):
+                entry_id = await self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
+            else:
+                entry_id = await self._session.append_message(thing)
+            self._items_json[entry_id] = f"[{text}]"
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Takes the last item off the current branch: the leaf moves to the entry before
+        it (the item stays in the file, on a branch of its own). ``None`` when the branch
+        has no item."""
+        session = self._session
+        entry_id = await session.get_leaf_id()
+        while entry_id is not None:
+            entry = await session.get_entry(entry_id)
+            if entry is None:
+                break
+            if _is_item_entry(entry):
+                items = self._items_of(entry)
+                await session.move_to(entry.parent_id)
+                return items[-1] if items else None
+            entry_id = entry.parent_id
+        return None
+
+    async def clear_session(self) -> None:
+        """Empties the SDK's view: the leaf moves before the first entry, so the next item
+        starts a new root. The earlier history stays in the file as a branch."""
+        await self._session.move_to(None)
+
+    # -- the tree ----------------------------------------------------------------------
+
+    async def list_branches(self) -> list[Branch]:
+        """Every branch of the tree that ends in an item, in tree order (roots and children
+        in file order): the current history and every one a pop, clear or branch left."""
+        session = self._session
+        leaf = await session.get_leaf_id()
+        roots = await session.get_tree()
+        current_item: str | None = None
+        # The current branch's last item: the leaf itself or its nearest item ancestor.
+        entry_id = leaf
+        while entry_id is not None:
+            entry = await session.get_entry(entry_id)
+            if entry is None:
+                break
+            if _is_item_entry(entry):
+                current_item = entry.id
+                break
+            entry_id = entry.parent_id
+        tips: list[tuple[SessionTreeEntry, int]] = []
+        # Iterative walk: (node, items above it); a node is a tip when it is an item entry
+        # and no item entry is below it.
+        stack: list[tuple[Any, int, bool]] = [(r, 0, False) for r in reversed(roots)]
+        below: dict[int, bool] = {}
+        while stack:
+            node, count, done = stack.pop()
+            is_item = _is_item_entry(node.entry)
+            here = count + (len(self._items_of(node.entry)) if is_item else 0)
+            if not done:
+                stack.append((node, count, True))
+                stack.extend((c, here, False) for c in reversed(node.children))
+                continue
+            has_item_below = any(below.pop(id(c), False) for c in node.children)
+            if is_item and not has_item_below:
+                tips.append((node.entry, here))
+            below[id(node)] = is_item or has_item_below
+        out = []
+        for entry, count in tips:
+            items = self._items_of(entry)
+            out.append(
+                Branch(entry.id, count, items[-1] if items else None, entry.id == current_item)
+            )
+        return out
+
+    async def branch(
+        self, *, at: int | None = None, turn: int | None = None, from_entry: str | None = None
+    ) -> None:
+        """Moves the leaf so the history continues from an earlier point (nothing is
+        deleted; what it leaves stays a branch). Pass exactly one of:
+
+        Args:
+            at: keep the first ``at`` items of the current history.
+            turn: keep the first ``turn`` turns (a turn starts at a user message).
+            from_entry: continue from this entry (from :meth:`get_item_entries` or a
+                :class:`Branch`'s ``leaf_id``), on this branch or any other.
+
+        Raises:
+            SessionError: ``invalid_argument`` when not exactly one is given or ``at`` /
+                ``turn`` is out of range; ``not_found`` for an unknown entry.
+        """
+        given = [x for x in (at, turn, from_entry) if x is not None]
+        if len(given) != 1:
+            raise SessionError("invalid_argument", "pass exactly one of at, turn, from_entry")
+        if from_entry is not None:
+            await self._session.move_to(from_entry)
+            return
+        entries = await self.get_item_entries(limit=_NO_LIMIT)
+        if at is not None:
+            _check_count("at", at, len(entries))
+            keep = at
+        else:
+            assert turn is not None
+            starts = [n for n, e in enumerate(entries) if _kind(e.item) == "user"]
+            _check_count("turn", turn, len(starts))
+            keep = starts[turn] if turn < len(starts) else len(entries)
+        if keep == 0:
+            branch = await self._session.get_branch()
+            first = next((e for e in branch if _is_item_entry(e)), None)
+            await self._session.move_to(None if first is None else first.parent_id)
+        else:
+            await self._session.move_to(entries[keep - 1].entry_id)
+
+    def _items_of(self, entry: SessionTreeEntry) -> list[Any]:
+        """:func:`entry_to_items`, through the cache of items' JSON."""
+        text = self._items_json.get(entry.id)
+        if text is not None:
+            return json.loads(text)  # type: ignore[no-any-return]
+        items = entry_to_items(entry)
+        self._items_json[entry.id] = json.dumps(items, ensure_ascii=False)
+        self._learn_tool_names(items)
+        return items
+
+    def _learn_tool_names(self, items: Any) -> None:
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                call_id, name = item.get("call_id"), item.get("name")
+                if isinstance(call_id, str) and isinstance(name, str):
+                    self._tool_names[call_id] = name
+
+    async def close(self) -> None:
+        """Closes the sessiontree session (idempotent)."""
+        await self._session.close()
+
+    def __repr__(self) -> str:
+        return f"<OpenAIAgentsSession {self.session_id!r} over {self._session!r}>"
+
+
+# ``get_items``' limit when every item is wanted whatever ``session_settings`` says.
+_NO_LIMIT: Final = 2**62
+
+
+def _check_count(name: str, value: object, most: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise SessionError("invalid_argument", f"{name} must be an int from 0 to {most}")
+
+
+@dataclass(frozen=True)
+class _Custom:
+    item: Any
