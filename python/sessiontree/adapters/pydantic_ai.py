@@ -331,7 +331,8 @@ def message_to_model_message(message: AgentMessage) -> ModelMessage | None:
         result: ModelMessage = _MESSAGE.validate_python(rebuilt)
         return result
     when = _when(getattr(message, "timestamp", None))
-    if isinstance(message, UserMessage):
+    if isinstance(message, (UserMessage, CustomMessage)):
+        # Text, or the text blocks (a custom message may hold blocks, as pi writes them).
         content = message.content
         prompt: Any = (
             content
@@ -339,9 +340,8 @@ def message_to_model_message(message: AgentMessage) -> ModelMessage | None:
             else [b.text for b in content if isinstance(b, TextContent)]
         )
         return ModelRequest(parts=[UserPromptPart(prompt, timestamp=when)])
-    if isinstance(message, (CustomMessage, BranchSummaryMessage)):
-        text = message.content if isinstance(message, CustomMessage) else message.summary
-        return ModelRequest(parts=[UserPromptPart(text, timestamp=when)])
+    if isinstance(message, BranchSummaryMessage):
+        return ModelRequest(parts=[UserPromptPart(message.summary, timestamp=when)])
     if isinstance(message, CompactionSummaryMessage):
         return ModelRequest(parts=[CompactionPart(content=message.summary)])
     if isinstance(message, ToolResultMessage):
