@@ -55,6 +55,13 @@ def test_import_ls_show_tree_fork_byte_for_byte(
     sid = imported["session"]["id"]
     with st.PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as repo:
         assert repo.export_jsonl(sid) == session_file.read_bytes()
+    # And out again with the command, byte for byte.
+    copy = session_file.with_name("out.jsonl")
+    exported = run(pg_server, pg_schema, "export", sid, "--copy", "-o", str(copy))
+    assert exported.returncode == 0, exported.stderr
+    assert copy.read_bytes() == session_file.read_bytes()
+    twice = run(pg_server, pg_schema, "export", sid, "--copy", "-o", str(copy))
+    assert twice.returncode == 2 and "exists" in twice.stderr
 
     ls = run(pg_server, pg_schema, "ls", "--json")
     assert ls.returncode == 0, ls.stderr

@@ -4,6 +4,7 @@ or a branch as a JSONL session file."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any
@@ -35,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a branch as a new JSONL session (what `fork --at` copies)",
     )
+    fmt.add_argument(
+        "--copy",
+        action="store_true",
+        help="the whole session byte for byte (also out of a PostgreSQL repository)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="where to write (default: stdout)")
     p.add_argument(
         "--leaf", metavar="ID", help="the branch ending at ID (default: the session's leaf)"
@@ -49,8 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, opts: Options) -> int:
     path = resolve(opts, args.session)
-    if args.jsonl and not args.output:
-        raise SessionError("invalid_argument", "--jsonl needs --output FILE (a new session file)")
+    if (args.jsonl or args.copy) and not args.output:
+        raise SessionError(
+            "invalid_argument", "--jsonl and --copy need --output FILE (a new session file)"
+        )
     if args.html and not args.output and sys.stdout.isatty():
         raise SessionError(
             "invalid_argument", "--html writes a page: give --output FILE or redirect stdout"
@@ -64,13 +72,12 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             doc = _html(storage, args.output, args.compress)
         elif args.markdown:
             doc = _markdown(storage, leaf, args.output)
+        elif args.copy:
+            doc = _copy_bytes(path, len(storage), args.output)
         else:
             doc = _jsonl(storage, leaf, args.output)
-    doc = {
-        "source": path,
-        "format": "html" if args.html else "markdown" if args.markdown else "jsonl",
-        **doc,
-    }
+    fmt = "html" if args.html else "markdown" if args.markdown else "copy" if args.copy else "jsonl"
+    doc = {"source": path, "format": fmt, **doc}
     if args.json:
         with open_output(
             color_mode="never", pager=False, stream=sys.stderr if not args.output else None
@@ -81,6 +88,29 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             f"wrote {doc['output']} ({doc['bytes']:,} bytes, {doc['entries']:,} entries)\n"
         )
     return 0
+
+
+def _copy_bytes(path: str, entries: int, output: str) -> dict[str, Any]:
+    """The session's bytes as they are (a PostgreSQL session's rows, line for line) in a
+    new file, written under a temporary name and linked into place (never over a file)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    final = os.path.abspath(output)
+    if os.path.lexists(final):
+        raise SessionError("exists", f"{final} already exists")
+    tmp = f"{final}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, final)
+    except FileExistsError as exc:
+        raise SessionError("exists", f"{final} already exists") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return {"output": final, "entries": entries, "bytes": len(data)}
 
 
 def _html(storage: JsonlSessionStorage, output: str | None, compress: str) -> dict[str, Any]:
