@@ -611,95 +611,144 @@ pub fn entry_to_native(
 
 // ------------------------------------------------------------------ the scan's shortcut
 
-/// One pass over a pi line that renames the model's camelCase keys and pi's role, block
-/// and stop-reason names in place (Aho-Corasick over patterns made from the model table):
-/// what the engine's scan reads a pi line through. In valid JSON a pattern with unescaped
-/// quotes cannot occur inside a string, so only keys and tagged values are renamed — and
-/// also keys and values inside application data (`arguments`, `details`, `data`), which
-/// the scan neither checks nor keeps (Python reads entries through [`entry_to_native`]).
-/// Lines the patterns cannot translate alone (labels, names, leaf markers, v2 roles, a
-/// snake_case key) are marked, and read through [`entry_to_native`] instead.
+/// What the scan's renaming pass does with a key it finds.
+#[derive(Default)]
+struct Act {
+    /// The key's name in our dialect, when it differs.
+    key: Option<&'static str>,
+    /// Values of the key that pi spells its own way: ours, or `None` for a line the full
+    /// translation must read.
+    values: Vec<(String, Option<&'static str>)>,
+    /// The key means the line must take the full translation.
+    long: bool,
+}
+
+/// The renaming pass over a pi line, made from the model table: every key whose pi
+/// spelling differs, the values of `role`, `type` and `stopReason` that pi spells its own
+/// way, and what makes a line take the full translation.
 struct Shortcut {
-    ac: aho_corasick::AhoCorasick,
-    /// The replacement of each pattern; `None` for a line the shortcut leaves alone.
-    replace: Vec<Option<String>>,
-    /// The pattern of `"parentId":` (a pi line has it).
-    parent: usize,
+    acts: hashbrown::HashMap<String, Act>,
+    finder: memchr::memmem::Finder<'static>,
 }
 
 fn shortcut() -> &'static Shortcut {
     static SHORTCUT: std::sync::OnceLock<Shortcut> = std::sync::OnceLock::new();
     SHORTCUT.get_or_init(|| {
-        let mut pats: Vec<(String, Option<String>)> = Vec::new();
-        let mut key = |pi: &str, native: &str| {
-            let p = format!("\"{pi}\":");
-            if pi != native && !pats.iter().any(|(q, _)| *q == p) {
-                pats.push((p, Some(format!("\"{native}\":"))));
-            }
-        };
-        let defs = model::MODEL.iter().copied().chain([&BASH_EXECUTION]);
-        for def in defs {
+        let mut acts: hashbrown::HashMap<String, Act> = hashbrown::HashMap::new();
+        for def in model::MODEL.iter().copied().chain([&BASH_EXECUTION]) {
             for f in def.fields {
-                key(&pi_key(def.tag_value(), f.key), f.key);
+                let pi = pi_key(def.tag_value(), f.key);
+                if pi != f.key {
+                    acts.entry(pi.into_owned()).or_default().key = Some(f.key);
+                }
             }
         }
-        let mut value = |k: &str, native: &str| {
-            let pi = camel(native);
-            if pi != native {
-                pats.push((
-                    format!("\"{k}\":\"{pi}\""),
-                    Some(format!("\"{k}\":\"{native}\"")),
-                ));
-            }
+        let tags = |defs: &[&'static TypeDef]| -> Vec<(String, Option<&'static str>)> {
+            defs.iter()
+                .filter_map(|d| d.tag_value())
+                .filter(|t| camel(t) != *t)
+                .map(|t| (camel(t).into_owned(), Some(t)))
+                .collect()
         };
-        for def in message_defs() {
-            value("role", def.tag_value().unwrap_or_default());
-        }
-        for def in model::BLOCKS {
-            value("type", def.tag_value().unwrap_or_default());
-        }
-        for v in model::STOP_REASONS {
-            value("stopReason", v);
-        }
-        // Lines read the long way: what the patterns do not say alone.
-        for marker in [
-            "\"parent_id\":".to_owned(),
-            format!("\"customType\":\"{LEAF_MARKER}\""),
-            "\"type\":\"label\"".to_owned(),
-            "\"type\":\"session_info\"".to_owned(),
-            "\"role\":\"hookMessage\"".to_owned(),
-        ] {
-            pats.push((marker, None));
-        }
-        let parent = pats
+        let mut roles = tags(&message_defs());
+        roles.push(("hookMessage".into(), None));
+        let mut types = tags(&model::BLOCKS);
+        types.extend([("label".into(), None), ("session_info".into(), None)]);
+        let reasons = model::STOP_REASONS
             .iter()
-            .position(|(p, _)| p == "\"parentId\":")
-            .expect("parentId is a key of the model");
-        let ac = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(pats.iter().map(|(p, _)| p.as_str()))
-            .expect("the patterns are few and short");
+            .filter(|v| camel(v) != **v)
+            .map(|v| (camel(v).into_owned(), Some(*v)))
+            .collect();
+        for (key, values) in [
+            ("role", roles),
+            ("type", types),
+            ("stopReason", reasons),
+            ("customType", vec![(LEAF_MARKER.to_owned(), None)]),
+        ] {
+            acts.entry(key.to_owned()).or_default().values = values;
+        }
+        acts.entry("parent_id".into()).or_default().long = true;
         Shortcut {
-            ac,
-            replace: pats.into_iter().map(|(_, r)| r).collect(),
-            parent,
+            acts,
+            finder: memchr::memmem::Finder::new(b"\":").into_owned(),
         }
     })
 }
 
-/// A v2 or v3 pi line renamed for the scan ([`Shortcut`]), or `None` when it must be read
-/// through [`entry_to_native`].
+/// True when the byte at `at` is escaped (an odd run of backslashes before it).
+fn escaped(bytes: &[u8], at: usize) -> bool {
+    bytes[..at]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count()
+        % 2
+        == 1
+}
+
+/// The longest key or value the renaming pass looks for, in bytes.
+const MAX_NAME: usize = 40;
+
+/// The string ending at the unescaped quote `close` (a key the pass may rename), if it is
+/// short: its opening quote is the nearest unescaped one before.
+fn name_before(bytes: &[u8], close: usize) -> Option<usize> {
+    let from = close.saturating_sub(MAX_NAME + 1);
+    let open = from + memchr::memrchr(b'"', &bytes[from..close])?;
+    (!escaped(bytes, open)).then_some(open)
+}
+
+/// A v2 or v3 pi line renamed for the scan, or `None` when it must be read through
+/// [`entry_to_native`].
+///
+/// One pass finds every `":` (memchr's SIMD search); where its quote is unescaped it ends
+/// a key (in valid JSON an unescaped quote followed by a colon can only end a key, or open
+/// a string beginning with a colon, whose "key" is then a lone `:` and not looked up).
+/// Known keys are renamed, and so are the values of `role`, `type` and `stopReason` that
+/// pi spells its own way. Keys and values inside application data (`arguments`,
+/// `details`, `data`) are renamed too; the scan neither checks nor keeps them (Python reads
+/// entries through [`entry_to_native`]). A line the native reader then refuses is read
+/// through the full translation, so a wrong guess costs time, never a wrong entry.
 pub fn scan_to_native(line: &str) -> Option<String> {
     let sc = shortcut();
+    let bytes = line.as_bytes();
     let mut out = String::with_capacity(line.len() + 32);
     let mut last = 0;
     let mut parent = false;
-    for m in sc.ac.find_iter(line) {
-        let with = sc.replace[m.pattern().as_usize()].as_deref()?;
-        parent |= m.pattern().as_usize() == sc.parent;
-        out.push_str(&line[last..m.start()]);
-        out.push_str(with);
-        last = m.end();
+    for close in sc.finder.find_iter(bytes) {
+        if close < last || escaped(bytes, close) {
+            continue;
+        }
+        let Some(open) = name_before(bytes, close) else {
+            continue;
+        };
+        let key = &line[open + 1..close];
+        let Some(act) = sc.acts.get(key) else {
+            continue;
+        };
+        if act.long {
+            return None;
+        }
+        if let Some(native) = act.key {
+            parent |= key == "parentId";
+            out.push_str(&line[last..=open]);
+            out.push_str(native);
+            last = close;
+        }
+        let v = close + 2;
+        if act.values.is_empty() || bytes.get(v) != Some(&b'"') {
+            continue;
+        }
+        let window = &bytes[v + 1..(v + 2 + MAX_NAME).min(bytes.len())];
+        let Some(end) = memchr::memchr(b'"', window).map(|i| v + 1 + i) else {
+            continue;
+        };
+        let value = &line[v + 1..end];
+        if let Some((_, native)) = act.values.iter().find(|(pi, _)| pi == value) {
+            let native = (*native)?;
+            out.push_str(&line[last..=v]);
+            out.push_str(native);
+            last = end;
+        }
     }
     if !parent {
         return None;
@@ -962,6 +1011,23 @@ mod tests {
         assert_eq!(fast, entry_to_native(pi, Dialect::Pi(3), None).unwrap());
         let label = r#"{"type":"label","id":"b","parentId":"a","timestamp":"T","targetId":"a"}"#;
         assert_eq!(scan_to_native(label), None);
+        // Colons and quotes inside strings, a value opening with a colon, long and unknown
+        // keys, a custom entry that is not a marker: renamed exactly as in full.
+        for line in [
+            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"x","data":{"k\"parentId\":":":toolCall","aVeryLongApplicationKeyNameThatIsLongerThanForty":1}}"#,
+            r#"{"type":"message","id":"d","parentId":"a","timestamp":"T","message":{"role":"user","content":"\\\":\"role\":\"toolResult\"","timestamp":1}}"#,
+            r#"{"type":"message","id":"e","parentId":"a","timestamp":"T","message":{"role":"assistant","content":[],"provider":"p","model":"m","stopReason":"toolUse","usage":{"cacheRead":1},"timestamp":1}}"#,
+        ] {
+            let fast = scan_to_native(line).unwrap();
+            let full = entry_to_native(line, Dialect::Pi(3), None).unwrap();
+            let fast: serde_json::Value = serde_json::from_str(&fast).unwrap();
+            let full: serde_json::Value = serde_json::from_str(&full).unwrap();
+            assert_eq!(fast, full, "{line}");
+        }
+        let marker = r#"{"type":"custom","id":"l","parentId":"t","timestamp":"T","customType":"sessiontree.leaf"}"#;
+        assert_eq!(scan_to_native(marker), None);
+        let v2 = r#"{"type":"message","id":"h","parentId":"a","timestamp":"T","message":{"role":"hookMessage"}}"#;
+        assert_eq!(scan_to_native(v2), None);
         let ours = r#"{"type":"custom","id":"a","parent_id":null,"timestamp":"T"}"#;
         assert_eq!(scan_to_native(ours), None);
     }
@@ -1026,6 +1092,53 @@ mod tests {
         assert_eq!(
             native,
             r#"{"type":"compaction","timestamp":"T","summary":"s","tokens_before":5,"id":"0000000c","parent_id":null,"first_kept_entry_id":"0000000a"}"#
+        );
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    /// `cargo test --release --lib dialect::timing -- --ignored --nocapture` with
+    /// `SESSIONTREE_PI_TIMING=<pi file>`: where a pi scan's time goes.
+    #[test]
+    #[ignore = "a measurement, run by hand"]
+    fn pi_scan_timing() {
+        let Ok(path) = std::env::var("SESSIONTREE_PI_TIMING") else {
+            return;
+        };
+        let data = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = data.lines().skip(1).collect();
+        let t = std::time::Instant::now();
+        let mut n = 0usize;
+        for l in &lines {
+            n += super::scan_to_native(l).map_or(0, |s| s.len());
+        }
+        let ac = t.elapsed();
+        let natives: Vec<String> = lines
+            .iter()
+            .filter_map(|l| super::scan_to_native(l))
+            .collect();
+        let t = std::time::Instant::now();
+        let mut ok = 0;
+        let mut shown = 0;
+        for l in &natives {
+            match crate::engine::line::parse_entry(l, 256) {
+                Ok(_) => ok += 1,
+                Err(e) if shown < 3 => {
+                    shown += 1;
+                    println!("{e}: {}", l.chars().take(200).collect::<String>());
+                }
+                Err(_) => {}
+            }
+        }
+        let parse = t.elapsed();
+        println!(
+            "lines {} bytes {} rename {:?} parse {:?} ok {}",
+            lines.len(),
+            n,
+            ac,
+            parse,
+            ok
         );
     }
 }
