@@ -522,3 +522,20 @@ def test_pi_sessions_move_byte_for_byte(repo: PostgresSessionRepo) -> None:
         assert repo.export_jsonl(sid) == data, path.name
         (meta,) = [m for m in repo.list() if m.id == sid]
         assert meta.dialect == dialect == "pi", path.name
+
+
+def test_a_nul_in_a_name_or_a_message(repo: PostgresSessionRepo) -> None:
+    """PostgreSQL's text holds no NUL: the listing shows U+FFFD, the rows keep the bytes
+    (found by the state machine: a session named "\\x00")."""
+    with repo.create(cwd="/w\x00x", name="a\x00b") as s:
+        sid = s.id
+        s.append_message(user("hi\x00there"))
+        s.append_session_info("\x00")
+    (row,) = [m for m in repo.list() if m.id == sid]
+    assert row.name == "\ufffd" and row.first_message == "hi\ufffdthere"
+    assert row.cwd == "/w\ufffdx"
+    with repo.open(sid) as again:
+        assert again.get_session_name() == "\x00"
+        assert again.storage.get_metadata().cwd == "/w\x00x"
+        first = again.storage.get_first_message("user")
+        assert first is not None and first.message.content == "hi\x00there"  # type: ignore[attr-defined]

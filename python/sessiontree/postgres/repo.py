@@ -26,7 +26,7 @@ from ..storage import DURABILITY_MODES, Durability, Limits
 from ..types import SessionMetadata
 from ._connect import Source, check_schema, lock_key, psycopg_module, raise_pg
 from ._schema import migrate
-from .storage import PostgresSessionStorage, _publish
+from .storage import PostgresSessionStorage, _publish, _text
 
 __all__ = ["PostgresSessionRepo"]
 
@@ -173,7 +173,7 @@ class PostgresSessionRepo(SessionRepo):
         where, params = "", list[Any]()
         if want_cwd is not None:
             where = "WHERE cwd_key = %s OR cwd_key = ''"
-            params.append(want_cwd)
+            params.append(_text(want_cwd))
         query = (
             f"SELECT {_COLUMNS} FROM {self._schema}.sessions {where} "
             'ORDER BY modified DESC NULLS LAST, created DESC NULLS LAST, (id COLLATE "C") DESC'

@@ -251,15 +251,15 @@ class PostgresSessionStorage(_EngineStorage):
                 (
                     self._sid,
                     header_line,
-                    meta.cwd,
-                    _cwd_key(meta.cwd),
-                    meta.name,
-                    meta.parent_session,
+                    _text(meta.cwd),
+                    _text(_cwd_key(meta.cwd)),
+                    _text(meta.name),
+                    _text(meta.parent_session),
                     meta.created,
                     meta.modified,
                     meta.entry_count,
                     meta.message_count,
-                    meta.first_message,
+                    _text(meta.first_message),
                     meta.size_bytes,
                     self._next_seq,
                     meta.dialect,
@@ -417,8 +417,8 @@ class PostgresSessionStorage(_EngineStorage):
         psycopg = psycopg_module()
         idxs = list(range(self._saved, n))
         lines = engine.lines(idxs)
-        ids = [engine.id_of(i) for i in idxs]
-        types = [engine.info(i)[0] for i in idxs]
+        ids = [_text(engine.id_of(i)) for i in idxs]
+        types = [_text(engine.info(i)[0]) for i in idxs]
         meta = self.session_metadata()
         conn = self._conn
         assert conn is not None
@@ -433,11 +433,11 @@ class PostgresSessionStorage(_EngineStorage):
                         ids,
                         types,
                         lines,
-                        meta.name,
+                        _text(meta.name),
                         meta.modified,
                         meta.entry_count,
                         meta.message_count,
-                        meta.first_message,
+                        _text(meta.first_message),
                         meta.size_bytes,
                         _channel(self._schema) if self._notify else None,
                     ),
@@ -635,6 +635,13 @@ def _poison_error(what: str, exc: BaseException) -> SessionError:
         )
         err.__cause__ = exc
     return err
+
+
+def _text(value: str | None) -> str | None:
+    """``value`` for a text column: PostgreSQL's text cannot hold NUL, so each becomes
+    U+FFFD there. Only the listing's columns see it; the rows' lines keep the exact bytes
+    (JSON writes NUL as ``\\u0000``), and everything read back comes from the lines."""
+    return None if value is None else value.replace("\x00", "\ufffd")
 
 
 def _cwd_key(cwd: str) -> str:
