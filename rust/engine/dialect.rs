@@ -130,14 +130,17 @@ pub fn camel(snake: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// pi's own spelling of field `key` of the type tagged `tag`, where it is not camelCase.
+fn pi_exception(tag: Option<&str>, key: &str) -> Option<&'static str> {
+    PI_KEYS
+        .iter()
+        .find(|(t, k, _)| Some(*t) == tag && *k == key)
+        .map(|(_, _, pi)| *pi)
+}
+
 /// The pi key of field `key` of the type tagged `tag`.
 pub fn pi_key<'a>(tag: Option<&str>, key: &'a str) -> Cow<'a, str> {
-    for &(t, k, pi) in PI_KEYS {
-        if Some(t) == tag && k == key {
-            return Cow::Borrowed(pi);
-        }
-    }
-    camel(key)
+    pi_exception(tag, key).map_or_else(|| camel(key), Cow::Borrowed)
 }
 
 /// Which way a line is translated.
@@ -359,16 +362,10 @@ fn map_key(
     dir: Dir,
 ) -> Option<(&'static model::FieldDef, Cow<'static, str>)> {
     let tag = def.tag_value();
-    let exception = |f: &model::FieldDef| {
-        PI_KEYS
-            .iter()
-            .find(|(t, k, _)| Some(*t) == tag && *k == f.key)
-            .map(|(_, _, pi)| *pi)
-    };
     for f in def.fields {
         match dir {
             Dir::ToNative => {
-                let hit = match exception(f) {
+                let hit = match pi_exception(tag, f.key) {
                     Some(pi) => pi == key,
                     None => camel_eq(f.key, key),
                 };
@@ -377,13 +374,7 @@ fn map_key(
                 }
             }
             Dir::ToPi if f.key == key => {
-                return Some((
-                    f,
-                    match exception(f) {
-                        Some(pi) => Cow::Borrowed(pi),
-                        None => Cow::Owned(camel(f.key).into_owned()),
-                    },
-                ));
+                return Some((f, pi_key(tag, f.key)));
             }
             Dir::ToPi => {}
         }
