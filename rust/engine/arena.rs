@@ -175,6 +175,9 @@ pub struct Node {
     pub role: Role,
     /// A compaction with a non-null `retained_tail`.
     pub retained_tail: bool,
+    /// A later copy of an id already in the arena, kept as pi keeps it (pi files only): it
+    /// is listed, counted and shown in the tree again, but the id names the first copy.
+    pub repeat: bool,
     /// Parent index or [`NONE`].
     pub parent: u32,
     /// Leaf / label target, or a compaction's first kept entry; [`NONE`] if absent or unknown.
@@ -244,6 +247,8 @@ pub struct Arena {
     /// summaries), in index order: a fork sums the usage of what it copies from here
     /// instead of reading those lines again.
     pub(super) usages: Vec<(u32, UsageSums)>,
+    /// How many nodes are repeats ([`Node::repeat`]).
+    pub(super) repeats: u32,
 }
 
 impl Default for Arena {
@@ -269,6 +274,7 @@ impl Arena {
             newest: None,
             stats: Stats::default(),
             usages: Vec::new(),
+            repeats: 0,
         }
     }
 
@@ -346,7 +352,7 @@ impl Arena {
     fn table(&self) -> &HashTable<IdSlot> {
         self.index.get_or_init(|| {
             let mut table = HashTable::with_capacity(self.nodes.len());
-            for (i, node) in self.nodes.iter().enumerate() {
+            for (i, node) in self.nodes.iter().enumerate().filter(|(_, n)| !n.repeat) {
                 let tag = self.tag(self.text(node.id));
                 table.insert_unique(IdSlot::hash(tag), IdSlot { idx: i as u32, tag }, |s| {
                     IdSlot::hash(s.tag)
@@ -429,9 +435,16 @@ impl Arena {
         (parent, target, problems)
     }
 
+    /// True when some entries are repeats of earlier ids ([`Node::repeat`]).
+    pub fn has_repeats(&self) -> bool {
+        self.repeats > 0
+    }
+
     /// Adds an entry whose references were resolved by [`Arena::resolve`]; returns its index.
     ///
-    /// The caller must not add an entry that `resolve` reported as a duplicate.
+    /// The caller must not add an entry that `resolve` reported as a duplicate, unless as a
+    /// `repeat` (pi's way with a re-flushed id: see [`Node::repeat`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
         e: &ParsedEntry<'_>,
@@ -440,6 +453,7 @@ impl Arena {
         offset: u64,
         len: u32,
         line_no: u64,
+        repeat: bool,
     ) -> u32 {
         let idx = self.nodes.len() as u32;
         let id = self.intern(&e.id);
@@ -448,6 +462,7 @@ impl Arena {
             kind: e.kind,
             role: e.role,
             retained_tail: e.retained_tail,
+            repeat,
             parent,
             target,
             first_child: NONE,
@@ -459,12 +474,16 @@ impl Arena {
             id,
             ts,
         });
-        let tag = self.tag(&e.id);
-        self.table();
-        if let Some(table) = self.index.get_mut() {
-            table.insert_unique(IdSlot::hash(tag), IdSlot { idx, tag }, |s| {
-                IdSlot::hash(s.tag)
-            });
+        if repeat {
+            self.repeats += 1;
+        } else {
+            let tag = self.tag(&e.id);
+            self.table();
+            if let Some(table) = self.index.get_mut() {
+                table.insert_unique(IdSlot::hash(tag), IdSlot { idx, tag }, |s| {
+                    IdSlot::hash(s.tag)
+                });
+            }
         }
         self.link_child(parent, idx);
         if self.newest.is_none_or(|n| self.text(n) < &*e.timestamp) {
@@ -478,6 +497,8 @@ impl Arena {
                     self.leaf = target;
                 }
             }
+            // pi's leaf is the last line; the id of a repeat names the first copy.
+            _ if repeat => self.leaf = self.lookup(&e.id).unwrap_or(idx),
             _ => self.leaf = idx,
         }
         match e.kind {

@@ -342,7 +342,8 @@ impl Copy<'_> {
                     format!("leaf entry {:?} moves to an entry not copied", source.id(k)),
                 );
             }
-            new_index[k as usize] = arena.push(&parsed, parent, target, offset, len, line_no);
+            new_index[k as usize] =
+                arena.push(&parsed, parent, target, offset, len, line_no, node.repeat);
             line_no += 1;
         }
         for extra in extras {
@@ -382,7 +383,15 @@ impl Copy<'_> {
             }
             self.put(extra)?;
             self.put(b"\n")?;
-            arena.push(&parsed, parent, target, offset, extra.len() as u32, line_no);
+            arena.push(
+                &parsed,
+                parent,
+                target,
+                offset,
+                extra.len() as u32,
+                line_no,
+                false,
+            );
             line_no += 1;
         }
         Ok((arena, line_no))

@@ -209,6 +209,7 @@ impl Arena {
                 kind,
                 role,
                 retained_tail,
+                repeat: false,
                 parent,
                 target,
                 first_child: NONE,

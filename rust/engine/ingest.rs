@@ -280,8 +280,18 @@ impl Store {
             parsed
         };
         let (parent, target, problems) = self.arena.resolve(parsed);
+        // pi keeps a re-flushed id's later copy as one more entry (see `Node::repeat`).
+        let repeat = self.dialect.is_pi() && problems.contains(&RefProblem::DuplicateId);
         for p in &problems {
             let (kind, message) = match p {
+                RefProblem::DuplicateId if repeat => (
+                    IssueKind::DuplicateId,
+                    format!(
+                        "id {:?} was already used; as pi does, this copy is listed again \
+                         (the id names the first)",
+                        parsed.id
+                    ),
+                ),
                 RefProblem::DuplicateId => (
                     IssueKind::DuplicateId,
                     format!("id {:?} was already used; this line is ignored", parsed.id),
@@ -305,11 +315,11 @@ impl Store {
             };
             self.issue(kind, line_no, offset, message)?;
         }
-        if problems.contains(&RefProblem::DuplicateId) {
+        if problems.contains(&RefProblem::DuplicateId) && !repeat {
             return Ok(());
         }
         self.arena
-            .push(parsed, parent, target, offset, len, line_no);
+            .push(parsed, parent, target, offset, len, line_no, repeat);
         Ok(())
     }
 

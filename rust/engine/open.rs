@@ -466,6 +466,9 @@ impl Store {
         let Some(min) = self.index_min_bytes else {
             return false;
         };
+        if self.arena.has_repeats() {
+            return false; // the index's id table holds each id once
+        }
         let Backing::File(b) = &self.backing else {
             return false;
         };

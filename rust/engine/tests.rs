@@ -1012,3 +1012,43 @@ fn close_releases_the_backing_and_a_closed_store_refuses_reads() {
     again.append(user("b", Some("a")).as_bytes()).unwrap();
     again.close().unwrap();
 }
+
+#[test]
+fn a_pi_file_keeps_a_re_flushed_id_as_pi_does() {
+    let pi = |id: &str, parent: Option<&str>| {
+        let parent = parent.map_or("null".to_string(), |p| format!("{p:?}"));
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"user","content":"x","timestamp":1}}}}"#
+        )
+    };
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+    let doc = [
+        header.to_string(),
+        pi("a", None),
+        pi("b", Some("a")),
+        pi("a", None),
+        pi("b", Some("a")),
+    ]
+    .join("\n")
+        + "\n";
+    let s = Store::memory_from_bytes(doc.as_bytes(), false, Limits::default()).unwrap(); // lenient
+    let arena = s.arena();
+    assert_eq!(arena.len(), 4);
+    assert!(arena.has_repeats());
+    assert_eq!(arena.stats().message_count, 4);
+    assert_eq!(arena.lookup("a"), Some(0));
+    assert_eq!(arena.lookup("b"), Some(1));
+    assert_eq!(leaf_id(&s).as_deref(), Some("b"));
+    assert_eq!(arena.leaf(), 1, "the leaf's id names the first copy");
+    assert_eq!(arena.children(NONE).collect::<Vec<_>>(), [0, 2]);
+    assert_eq!(arena.children(0).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(arena.path_to_root(arena.leaf()), [0, 1]);
+    let kinds: Vec<IssueKind> = s.report().issues.iter().map(|i| i.kind).collect();
+    assert_eq!(kinds, [IssueKind::DuplicateId, IssueKind::DuplicateId]);
+
+    // Our own dialect keeps FORMAT.md's rule: the later line is not an entry.
+    let ours = [HEADER.to_string(), user("a", None), user("a", None)].join("\n") + "\n";
+    let s = Store::memory_from_bytes(ours.as_bytes(), false, Limits::default()).unwrap(); // lenient
+    assert_eq!(s.arena().len(), 1);
+    assert!(!s.arena().has_repeats());
+}

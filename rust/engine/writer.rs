@@ -162,9 +162,15 @@ impl Store {
         self.write_line(line)?;
         let line_no = self.next_line_no;
         self.next_line_no += 1;
-        Ok(self
-            .arena
-            .push(&parsed, parent, target, offset, line.len() as u32, line_no))
+        Ok(self.arena.push(
+            &parsed,
+            parent,
+            target,
+            offset,
+            line.len() as u32,
+            line_no,
+            false,
+        ))
     }
 
     fn write_line(&mut self, line: &[u8]) -> Result<()> {

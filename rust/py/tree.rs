@@ -59,15 +59,40 @@ pub(super) fn build<'py>(
     let none = py.None().into_bound(py);
     let empty = PyTuple::empty(py).into_any();
     let mut nodes: Vec<Option<Bound<'py, PyAny>>> = vec![None; n];
+    let mut used = vec![false; n];
+    // A child's node. A repeat of an id (pi files) shows the first copy's node again, as
+    // pi's tree does, unless that node is not made when the repeat's parent is (a repeat
+    // hung elsewhere than its first copy): then it is a leaf of its own.
+    let mut child = |nodes: &[Option<Bound<'py, PyAny>>], c: u32| -> PyResult<Bound<'py, PyAny>> {
+        let at = match arena.node(c).repeat {
+            true if nodes[c as usize].is_some() => c,
+            true => arena.lookup(arena.id(c)).unwrap_or(c),
+            false if std::mem::replace(&mut used[c as usize], true) => {
+                return Err(PyValueError::new_err(format!(
+                    "entry {c} is the child of two entries"
+                )))
+            }
+            false => c,
+        };
+        nodes[at as usize]
+            .clone()
+            .ok_or_else(|| PyValueError::new_err(format!("entry {at} is not made yet")))
+    };
     let mut kids: Vec<Bound<'py, PyAny>> = Vec::new();
     for i in (0..n).rev() {
         let idx = i as u32;
+        let node = arena.node(idx);
+        if node.repeat {
+            let first = arena.lookup(arena.id(idx)).unwrap_or(idx);
+            if node.parent != NONE && first < node.parent {
+                nodes[i] = Some(class.make(py, &entries.get_item(i)?, &empty, &none)?);
+            }
+            continue;
+        }
         kids.clear();
         for c in arena.children(idx) {
             // Children come later in the file, so they are made already.
-            kids.push(nodes[c as usize].take().ok_or_else(|| {
-                PyValueError::new_err(format!("entry {c} is the child of two entries"))
-            })?);
+            kids.push(child(&nodes, c)?);
         }
         let children = if kids.is_empty() {
             empty.clone()
@@ -82,9 +107,7 @@ pub(super) fn build<'py>(
     }
     let roots = PyList::empty(py);
     for r in arena.children(NONE) {
-        if let Some(node) = nodes[r as usize].take() {
-            roots.append(node)?;
-        }
+        roots.append(child(&nodes, r)?)?;
     }
     Ok(roots)
 }

@@ -226,7 +226,11 @@ def test_conversion_both_ways_is_lossless(tmp_path: Path) -> None:
         with st.JsonlSessionStorage.open(ours, readonly=True) as a:
             assert a.dialect == "sessiontree"
             with st.JsonlSessionStorage.open(FIXTURES / name, readonly=True) as pi:
-                assert a.get_entries() == pi.get_entries()
+                # A re-flushed id's later copies are one more entry in pi's dialect only
+                # (FORMAT.md: a sessiontree file keeps an id's first line).
+                entries = pi.get_entries()
+                firsts = {e.id: i for i, e in reversed(list(enumerate(entries)))}
+                assert a.get_entries() == [e for i, e in enumerate(entries) if firsts[e.id] == i]
                 assert a.get_leaf_id() == pi.get_leaf_id()
         # Back in pi's dialect, every complete line reads as pi wrote it.
         original = [
@@ -360,3 +364,74 @@ def test_a_parent_id_key_in_application_data_is_not_pis(write_session: Any) -> N
         assert s.dialect == "sessiontree" and len(s) == 1
         (issue,) = s.load_report.issues
         assert issue.kind == "malformed" and "parent_id" in issue.message
+
+
+def _pi_user(entry_id: str, parent: str | None, text: str) -> str:
+    return json.dumps(
+        {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1},
+        }
+    )
+
+
+def test_a_re_flushed_id_is_kept_as_pi_keeps_it(tmp_path: Path) -> None:
+    # `b` comes again, hung under its own child: pi would list it twice, and its walks
+    # (the later copy wins its id map) would loop; sessiontree lists it twice, the id names
+    # the first copy, and the tree stays a tree.
+    header = '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}'
+    lines = [
+        header,
+        _pi_user("a", None, "one"),
+        _pi_user("b", "a", "two"),
+        _pi_user("c", "b", "three"),
+        _pi_user("b", "c", "two again"),
+        _pi_user("d", "b", "four"),
+    ]
+    path = tmp_path / "re-flushed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    before = path.read_bytes()
+    with st.JsonlSessionStorage.open(path, readonly=True) as s:
+        assert len(s) == 5
+        assert [e.id for e in s.get_entries()] == ["a", "b", "c", "b", "d"]
+        texts = [e.message.content for e in s.get_entries() if isinstance(e, st.MessageEntry)]
+        assert texts == ["one", "two", "three", "two again", "four"]
+        b = s.get_entry("b")
+        assert isinstance(b, st.MessageEntry) and b.message.content == "two"
+        assert s.get_leaf_id() == "d"
+        assert [e.id for e in s.get_path_to_root("d")] == ["a", "b", "d"]
+        assert s.get_session_stats().message_count == 5
+        (issue,) = s.load_report.issues
+        assert issue.kind == "duplicate_id" and issue.line == 5 and "listed again" in issue.message
+        (root,) = s.get_tree()
+        (node_b,) = root.children
+        assert [c.entry.id for c in node_b.children] == ["c", "d"]
+        (again,) = node_b.children[0].children
+        assert again.entry.id == "b" and again.children == ()
+    # A writer continues it; a fork of it is a pi file with the same entries.
+    with st.Session(st.JsonlSessionStorage.open(path, durability="none")) as session:
+        session.append_message(st.UserMessage("five"))
+    assert path.read_bytes().startswith(before)
+    with st.JsonlSessionStorage.open(path, readonly=True) as s:
+        assert [e.id for e in s.get_path_to_root(s.get_leaf_id())][:3] == ["a", "b", "d"]
+        assert len(s) == 6
+    (tmp_path / "repo").mkdir()
+    shutil.copyfile(path, tmp_path / "repo" / "r.jsonl")
+    fork = st.JsonlSessionRepo(tmp_path / "repo").fork("r")
+    try:
+        assert [e.id for e in fork.storage.get_entries()][:5] == ["a", "b", "c", "b", "d"]
+    finally:
+        fork.close()
+
+
+def test_a_sessiontree_file_keeps_an_ids_first_line(write_session: Any, lines: Any) -> None:
+    # FORMAT.md's rule for our own dialect is unchanged: the later line is reported, not kept.
+    a, b = lines.user("a", None), lines.user("b", "a")
+    path = write_session(a, b, a)
+    with st.JsonlSessionStorage.open(path, readonly=True) as s:
+        assert s.dialect == "sessiontree"
+        assert [e.id for e in s.get_entries()] == ["a", "b"]
+        assert dict(s.load_report.counts) == {"duplicate_id": 1}
