@@ -612,6 +612,77 @@ struct Act {
     values: Vec<(String, Option<&'static str>)>,
     /// The key means the line must take the full translation.
     long: bool,
+    /// The values' native spellings as JSON strings (quoted), in the order of `values`.
+    quoted: Vec<Option<String>>,
+}
+
+/// How the scanner reads a key of a pi line in place ([`in_place_key`]).
+pub(crate) struct InPlaceKey {
+    /// Our spelling, when it differs.
+    pub native: Option<&'static str>,
+    /// The key's values spelled pi's way, if it has some ([`PiValues::read`]).
+    pub values: Option<PiValues>,
+}
+
+/// The values of one key that pi spells its own way.
+#[derive(Clone, Copy)]
+pub(crate) struct PiValues(&'static Act);
+
+/// How the scanner reads a value of a pi line in place ([`in_place_value`]).
+pub(crate) enum InPlace {
+    /// As written.
+    Keep,
+    /// Read as ours: the bare name, and for a value the JSON string too.
+    Rename(&'static str, &'static str),
+    /// The line takes the renaming pass (or the full translation).
+    Decline,
+}
+
+/// A key of a pi line as the engine's scanner reads it in place, or `None` for a key that
+/// sends the line to [`scan_to_native`]. The same table as the renaming pass's, so both
+/// read a line alike; most keys (no capital letter, not one of the table's few lowercase
+/// keys) are told apart without a lookup.
+pub(crate) fn in_place_key(key: &str) -> Option<InPlaceKey> {
+    let sc = shortcut();
+    if !key.bytes().any(|b| b.is_ascii_uppercase()) && !sc.lowercase.contains(&key) {
+        return Some(InPlaceKey {
+            native: None,
+            values: None,
+        });
+    }
+    match sc.acts.get(key) {
+        Some(act) if act.long => None,
+        Some(act) => Some(InPlaceKey {
+            native: act.key,
+            values: (!act.values.is_empty()).then_some(PiValues(act)),
+        }),
+        None => Some(InPlaceKey {
+            native: None,
+            values: None,
+        }),
+    }
+}
+
+impl PiValues {
+    /// A string value (unquoted, unescaped text) as the scanner reads it in place: our
+    /// spelling (`role`, `type`, `stopReason`), or `Decline` for a value only the full
+    /// translation reads (a label, a name, a leaf marker, v2's `hookMessage`).
+    pub(crate) fn read(self, value: &str) -> InPlace {
+        let act = self.0;
+        match act.values.iter().position(|(pi, _)| pi == value) {
+            None => InPlace::Keep,
+            Some(i) => match (act.values[i].1, &act.quoted[i]) {
+                (Some(bare), Some(quoted)) => InPlace::Rename(bare, quoted),
+                _ => InPlace::Decline,
+            },
+        }
+    }
+}
+
+/// A fragment of a pi line (an object such as `usage`) with its keys renamed, or `None`
+/// when it has a key or value only the full translation reads.
+pub(crate) fn rename_fragment(text: &str) -> Option<String> {
+    rename(text).map(|(out, _)| out)
 }
 
 /// The renaming pass over a pi line, made from the model table: every key whose pi
@@ -619,6 +690,8 @@ struct Act {
 /// way, and what makes a line take the full translation.
 struct Shortcut {
     acts: hashbrown::HashMap<String, Act>,
+    /// The keys of `acts` without a capital letter.
+    lowercase: Vec<&'static str>,
     finder: memchr::memmem::Finder<'static>,
 }
 
@@ -656,11 +729,19 @@ fn shortcut() -> &'static Shortcut {
             ("stopReason", reasons),
             ("customType", vec![(LEAF_MARKER.to_owned(), None)]),
         ] {
-            acts.entry(key.to_owned()).or_default().values = values;
+            let act = acts.entry(key.to_owned()).or_default();
+            act.quoted = values.iter().map(|(_, v)| v.map(json_str)).collect();
+            act.values = values;
         }
         acts.entry("parent_id".into()).or_default().long = true;
+        let lowercase = acts
+            .keys()
+            .filter(|k| !k.bytes().any(|b| b.is_ascii_uppercase()))
+            .map(|k| &*Box::leak(k.clone().into_boxed_str()))
+            .collect();
         Shortcut {
             acts,
+            lowercase,
             finder: memchr::memmem::Finder::new(b"\":").into_owned(),
         }
     })
@@ -700,6 +781,11 @@ fn name_before(bytes: &[u8], close: usize) -> Option<usize> {
 /// entries through [`entry_to_native`]). A line the native reader then refuses is read
 /// through the full translation, so a wrong guess costs time, never a wrong entry.
 pub fn scan_to_native(line: &str) -> Option<String> {
+    rename(line).and_then(|(out, parent)| parent.then_some(out))
+}
+
+/// [`scan_to_native`]'s pass: the renamed text, and whether a `parentId` key was seen.
+fn rename(line: &str) -> Option<(String, bool)> {
     let sc = shortcut();
     let bytes = line.as_bytes();
     let mut out = String::with_capacity(line.len() + 32);
@@ -741,11 +827,8 @@ pub fn scan_to_native(line: &str) -> Option<String> {
             last = end;
         }
     }
-    if !parent {
-        return None;
-    }
     out.push_str(&line[last..]);
-    Some(out)
+    Some((out, parent))
 }
 
 /// True for a line of pi's: a JSON object with a top-level `parentId` and no `parent_id`.
@@ -994,6 +1077,118 @@ pub fn convert_document(data: &[u8], to: &str) -> crate::engine::Result<Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the engine keeps of an entry, for comparing two reads of one line.
+    fn kept(e: &crate::engine::line::ParsedEntry<'_>) -> String {
+        format!(
+            "{:?} {} {} {:?} {} {:?} {:?} {:?} {} {:?} {:?}",
+            e.kind,
+            e.type_name,
+            e.id,
+            e.parent_id,
+            e.timestamp,
+            e.target_id,
+            e.text,
+            e.first_kept,
+            e.retained_tail,
+            e.role,
+            e.usage
+        )
+    }
+
+    #[test]
+    fn a_pi_line_read_in_place_is_read_as_its_translation() {
+        use crate::engine::line::{parse_entry_fast, parse_pi_entry_fast};
+        let read = |line: &str| parse_pi_entry_fast(line, 128, 64).map(|r| r.map(|e| kept(&e)));
+        let renamed = |line: &str| {
+            let native = entry_to_native(line, Dialect::Pi(3), None).unwrap();
+            kept(&parse_entry_fast(&native, 128, 64).unwrap().unwrap())
+        };
+        for line in [
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[{"type":"text","text":"a \"toolCall\" \"parentId\": x"},{"type":"image","data":"d","mimeType":"image/png"}],"isError":false,"timestamp":5}}"#,
+            r#"{"type":"message","id":"e","parentId":"a","timestamp":"T","message":{"role":"assistant","content":[{"type":"thinking","thinking":"h","thinkingSignature":"s"},{"type":"toolCall","id":"c","name":"n","arguments":{"parentId":1,"role":"toolResult"}}],"api":"x","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"input":0.1,"output":0,"cacheRead":0,"cacheWrite":0,"total":0.25}},"stopReason":"toolUse","timestamp":5}}"#,
+            r#"{"type":"message","id":"n","parentId":"a","timestamp":"T","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":null,"stopReason":"stop","timestamp":1}}"#,
+            r#"{"type":"model_change","id":"m","parentId":"a","timestamp":"T","provider":"p","modelId":"x"}"#,
+            r#"{"type":"compaction","id":"k","parentId":"m","timestamp":"T","summary":"s","firstKeptEntryId":"a","tokensBefore":5}"#,
+            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"x","data":{"customType":"sessiontree.leaf"}}"#,
+        ] {
+            assert_eq!(read(line), Some(Ok(renamed(line))), "{line}");
+        }
+        assert!(read(r#"{"type":"message","id":"e","parentId":"a","timestamp":"T","message":{"role":"assistant","content":[],"provider":"p","model":"m","usage":{"cacheRead":3,"cost":{"total":1.5}},"stopReason":"toolUse","timestamp":5}}"#)
+            .unwrap()
+            .unwrap()
+            .contains("cache_read: 3"));
+        // What only the full translation reads is left to it.
+        for line in [
+            r#"{"type":"label","id":"b","parentId":"a","timestamp":"T","targetId":"a","label":"x"}"#,
+            r#"{"type":"session_info","id":"b","parentId":"a","timestamp":"T","name":" x "}"#,
+            r#"{"type":"custom","id":"c","parentId":"a","timestamp":"T","customType":"sessiontree.leaf","data":{}}"#,
+            r#"{"type":"message","id":"h","parentId":"a","timestamp":"T","message":{"role":"hookMessage","content":"x","timestamp":1}}"#,
+            r#"{"type":"message","id":"s","parent_id":"a","timestamp":"T","message":{"role":"user","content":"x","timestamp":1}}"#,
+            r#"{"type":"branch_summary","id":"b","parentId":"a","timestamp":"T","fromId":"a","summary":"s","usage":{"cacheRead":1}}"#,
+        ] {
+            assert!(read(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn mutated_pi_lines_read_in_place_only_as_their_translation_reads() {
+        use crate::engine::line::{parse_entry_fast, parse_entry_serde, parse_pi_entry_fast};
+        let seeds = [
+            r#"{"type":"message","id":"e","parentId":"a","timestamp":"T","message":{"role":"assistant","content":[{"type":"thinking","thinking":"h","thinkingSignature":"s"},{"type":"toolCall","id":"c","name":"n","arguments":{"k":1}}],"api":"x","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"total":0.25}},"stopReason":"toolUse","timestamp":5}}"#,
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"T","message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[{"type":"text","text":"t"}],"isError":false,"timestamp":5}}"#,
+            r#"{"type":"compaction","id":"k","parentId":"m","timestamp":"T","summary":"s","firstKeptEntryId":"a","tokensBefore":5}"#,
+            r#"{"type":"custom_message","id":"k","parentId":"m","timestamp":"T","customType":"c","content":"x","display":true}"#,
+        ];
+        let pieces = [
+            "null",
+            "1",
+            "\"s\"",
+            "\"toolResult\"",
+            "\"parent_id\":\"a\",",
+            "\"label\"",
+            "\"stopReason\":\"stop\",",
+            "\"usage\":{\"cacheRead\":1},",
+            "{}",
+            "[]",
+            ",",
+            ":",
+            "\"type\":\"toolCall\",",
+            "\"role\":\"hookMessage\",",
+            "\"cacheRead\":-1,",
+            "\"cost\":{\"total\":\"x\"},",
+            "\"timestamp\":1,",
+            "\"parentId\":\"b\",",
+        ];
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut read, mut tried) = (0, 0);
+        for _ in 0..40_000 {
+            let mut text = seeds[rng.usize(..seeds.len())].to_string();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(..=text.len());
+                if rng.bool() {
+                    text.insert_str(at, pieces[rng.usize(..pieces.len())]);
+                } else {
+                    let end = (at + rng.usize(1..6)).min(text.len());
+                    text.replace_range(at..end, "");
+                }
+            }
+            if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+                continue;
+            }
+            tried += 1;
+            let Some(Ok(fast)) = parse_pi_entry_fast(&text, 128, 64) else {
+                continue;
+            };
+            read += 1;
+            let native = entry_to_native(&text, Dialect::Pi(3), None).expect(&text);
+            let full = parse_entry_fast(&native, 128, 64)
+                .unwrap_or_else(|| parse_entry_serde(&native, 128))
+                .expect(&text);
+            assert_eq!(kept(&fast), kept(&full), "{text}");
+        }
+        assert!(read > 1000 && tried > 5000, "{read} of {tried}");
+    }
 
     #[test]
     fn the_shortcut_agrees_with_the_translation() {

@@ -18,8 +18,9 @@
 
 use std::borrow::Cow;
 
-use crate::engine::line::RawEntry;
-use crate::engine::model::{FieldDef, FieldKind, TypeDef};
+use crate::engine::dialect::{self, InPlace, PiValues};
+use crate::engine::line::{parse_usage, RawEntry};
+use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 use crate::engine::schema::{Fields, MessageFields, RawObject, Shape};
 
 /// The deepest line the fast path takes, far below serde's recursion limit (128), so a
@@ -29,10 +30,28 @@ pub(crate) const MAX_DEPTH: usize = 100;
 /// Captures an entry line (UTF-8, no newline) as serde would; `None` leaves it to serde.
 pub(crate) fn capture(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
     let mut s = Scanner::new(text, max_depth.min(MAX_DEPTH));
-    s.ws();
-    let entry = s.entry()?;
-    s.ws();
-    (s.pos == s.b.len()).then_some(entry)
+    s.whole_entry()
+}
+
+/// Captures a v2 or v3 pi line in place, as [`capture`] would capture the line
+/// `dialect::scan_to_native` makes of it: keys and the values pi spells its own way are
+/// read as ours through the renaming pass's table (application data — what is skipped —
+/// is not renamed, and is not needed), `usage` is read from its renamed text. `None`
+/// leaves the line to that pass: anything the table declines, or any doubt.
+pub(crate) fn capture_pi(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
+    let mut s = Scanner::new(text, max_depth.min(MAX_DEPTH));
+    s.pi = true;
+    s.whole_entry()
+}
+
+impl<'a> Scanner<'a> {
+    fn whole_entry(&mut self) -> Option<RawEntry<'a>> {
+        let s = self;
+        s.ws();
+        let entry = s.entry()?;
+        s.ws();
+        (s.pos == s.b.len()).then_some(entry)
+    }
 }
 
 /// The fields of a JSON object (valid JSON text, nothing else) as serde's `RawObject`
@@ -67,6 +86,8 @@ struct Scanner<'a> {
     pos: usize,
     depth: usize,
     max_depth: usize,
+    /// A pi line read in place ([`capture_pi`]).
+    pi: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -77,6 +98,7 @@ impl<'a> Scanner<'a> {
             pos: 0,
             depth: 0,
             max_depth,
+            pi: false,
         }
     }
 }
@@ -163,6 +185,34 @@ impl<'a> Scanner<'a> {
         self.eat(b':')?;
         self.ws();
         self.text.get(a..e)
+    }
+
+    /// [`Scanner::key`] as ours, and the values of it spelled pi's way, if it has some
+    /// (a pi line only).
+    fn named_key(&mut self) -> Option<(&'a str, Option<PiValues>)> {
+        let key = self.key()?;
+        if !self.pi {
+            return Some((key, None));
+        }
+        let found = dialect::in_place_key(key)?;
+        Some((found.native.unwrap_or(key), found.values))
+    }
+
+    /// A member's raw value; in a pi line, a string that pi spells its own way (one of
+    /// `values`, its key's) is read as ours.
+    fn member_value(&mut self, values: Option<PiValues>) -> Option<&'a str> {
+        let Some(values) = values.filter(|_| self.peek() == Some(b'"')) else {
+            return self.raw();
+        };
+        let (a, e, escaped) = self.string()?;
+        if escaped {
+            return None;
+        }
+        match values.read(self.text.get(a..e)?) {
+            InPlace::Keep => self.text.get(a - 1..=e),
+            InPlace::Rename(_, quoted) => Some(quoted),
+            InPlace::Decline => None,
+        }
     }
 
     /// Any value, validated; returns its raw text.
@@ -275,15 +325,26 @@ impl<'a> Scanner<'a> {
             return None; // no `type`
         }
         loop {
-            let key = self.key()?;
+            let (key, values) = self.named_key()?;
             match key {
                 "type" => {
                     let (a, e, escaped) = self.string()?;
                     if kind.is_some() || escaped {
                         return None;
                     }
-                    kind = Some(self.text.get(a..e)?);
+                    let name = self.text.get(a..e)?;
+                    kind = Some(match values {
+                        None => name,
+                        Some(values) => match values.read(name) {
+                            InPlace::Keep => name,
+                            // Entry types are spelled alike (a block's name here is left
+                            // to the translation), and some take it in any case.
+                            InPlace::Rename(..) | InPlace::Decline => return None,
+                        },
+                    });
                 }
+                // An entry's own usage (rare in pi's files) takes the renaming pass.
+                "usage" if self.pi => return None,
                 "message" => {
                     if raw.message.is_some() || self.peek()? != b'{' {
                         return None;
@@ -291,7 +352,7 @@ impl<'a> Scanner<'a> {
                     raw.message = Some(Shape::Object(self.message()?));
                 }
                 _ => {
-                    let value = self.raw()?;
+                    let value = self.member_value(values)?;
                     if let Some(slot) = raw.raw_slot(key) {
                         if slot.is_some() {
                             return None; // serde: "duplicate field"
@@ -314,23 +375,35 @@ impl<'a> Scanner<'a> {
         let mut out = MessageFields {
             fields: Vec::with_capacity(8),
             content: None,
+            usage: None,
         };
         if self.empty(b'}')? {
             return Some(out);
         }
         loop {
-            let key = self.key()?;
+            let (key, values) = self.named_key()?;
             if key == "content" {
                 if out.content.is_some() {
                     return None;
                 }
                 out.content = Some(self.content()?);
             } else {
-                if out.fields.iter().any(|(k, _)| k == key) {
+                if out.fields.iter().any(|(k, _)| k == key) || out.usage.is_some() && key == "usage"
+                {
                     return None;
                 }
-                let value = self.raw()?;
-                out.fields.push((Cow::Borrowed(key), value));
+                let value = self.member_value(values)?;
+                if self.pi && key == "usage" && value != "null" {
+                    // pi's usage keys, renamed in a copy of this small object, checked
+                    // there as the model's `usage` and summed.
+                    let renamed = dialect::rename_fragment(value)?;
+                    if !conforms(&renamed, &model::USAGE) {
+                        return None;
+                    }
+                    out.usage = Some(parse_usage(Some(&renamed))?);
+                } else {
+                    out.fields.push((Cow::Borrowed(key), value));
+                }
             }
             if !self.next_or_close(b'}')? {
                 return Some(out);
@@ -450,11 +523,11 @@ impl<'a> Scanner<'a> {
             return Some(fields);
         }
         loop {
-            let key = self.key()?;
+            let (key, values) = self.named_key()?;
             if fields.iter().any(|(k, _)| k == key) {
                 return None;
             }
-            let value = self.raw()?;
+            let value = self.member_value(values)?;
             fields.push((Cow::Borrowed(key), value));
             if !self.next_or_close(b'}')? {
                 return Some(fields);

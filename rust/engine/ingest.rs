@@ -19,7 +19,9 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
     scan_error, scan_into, BatchLine, IssueKind, Limits, Line, LoadIssue, ScanEnd, ScanSpan,
 };
-use crate::engine::line::{parse_entry_fast, parse_entry_serde, ParsedEntry, UsageSums};
+use crate::engine::line::{
+    parse_entry_fast, parse_entry_serde, parse_pi_entry_fast, ParsedEntry, UsageSums,
+};
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
 
@@ -415,6 +417,23 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
     };
     let len = trimmed.len() as u32;
     if dialect.is_pi() {
+        // Most pi lines are read in place, their keys looked up in the model's pi names;
+        // the rest are translated into ours first (`dialect.rs`), then read as ours: in one
+        // renaming pass, or (any the pass leaves unreadable) in full. The fast paths bound
+        // the depth themselves; the depth check comes before the others.
+        if dialect != Dialect::Pi(1) {
+            if let Some(Ok(p)) = parse_pi_entry_fast(text, limits.max_id_bytes, limits.max_depth) {
+                return Pre::Entry(p, len);
+            }
+        }
+        let native = (dialect != Dialect::Pi(1))
+            .then(|| dialect::scan_to_native(text))
+            .flatten();
+        if let Some(native) = &native {
+            if let Some(Ok(p)) = parse_entry_fast(native, limits.max_id_bytes, limits.max_depth) {
+                return Pre::Entry(p.into_owned(), len);
+            }
+        }
         if limits.depth_exceeded(trimmed) {
             let max = limits.max_depth;
             return Pre::Issue(
@@ -422,15 +441,9 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
                 format!("JSON nested deeper than the limit of {max}"),
             );
         }
-        // pi's lines are translated into ours first (`dialect.rs`), then read as ours:
-        // most in one renaming pass, the rest (and any the pass leaves unreadable) in full.
-        if dialect != Dialect::Pi(1) {
-            if let Some(native) = dialect::scan_to_native(text) {
-                let parsed = parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
-                    .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes));
-                if let Ok(p) = parsed {
-                    return Pre::Entry(p.into_owned(), len);
-                }
+        if let Some(native) = &native {
+            if let Ok(p) = parse_entry_serde(native, limits.max_id_bytes) {
+                return Pre::Entry(p.into_owned(), len);
             }
         }
         let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));

@@ -262,7 +262,7 @@ struct RawUsage {
 }
 
 /// Usage is read leniently: a usage object of the wrong shape counts as none.
-fn parse_usage(raw: Option<&str>) -> Option<UsageSums> {
+pub(crate) fn parse_usage(raw: Option<&str>) -> Option<UsageSums> {
     let usage: RawUsage = serde_json::from_str(raw?).ok()?;
     let tokens = |v: f64| {
         if v.is_finite() && v > 0.0 {
@@ -313,6 +313,16 @@ pub fn parse_entry_fast(
     fastline::capture(line, max_depth).map(|raw| check_entry(raw, max_id_bytes))
 }
 
+/// [`parse_entry_fast`] of a v2 or v3 pi line read in place (`fastline::capture_pi`):
+/// `None` when the line must take `dialect::scan_to_native` or the full translation.
+pub fn parse_pi_entry_fast(
+    line: &str,
+    max_id_bytes: usize,
+    max_depth: usize,
+) -> Option<Result<ParsedEntry<'_>, LineError>> {
+    fastline::capture_pi(line, max_depth).map(|raw| check_entry(raw, max_id_bytes))
+}
+
 /// [`parse_entry`] through serde alone (whose messages the load report quotes).
 pub fn parse_entry_serde(line: &str, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
     match serde_json::from_str(line) {
@@ -361,7 +371,7 @@ fn check_entry(raw: RawEntry<'_>, max_id_bytes: usize) -> Result<ParsedEntry<'_>
             let role = req_str(message.get("role"), "message.role")?;
             entry.role = Role::from_name(&role);
             if entry.role == Role::Assistant {
-                entry.usage = parse_usage(message.get("usage"));
+                entry.usage = message.usage.or_else(|| parse_usage(message.get("usage")));
             }
         }
         Kind::Leaf => entry.target_id = opt_str(raw.target_id, "target_id")?,

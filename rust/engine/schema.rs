@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::fastline;
+use crate::engine::line::UsageSums;
 use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 
 /// Captured fields of a JSON object (key, raw JSON text of the value), in order.
@@ -132,6 +133,9 @@ pub struct MessageFields<'a> {
     pub fields: Fields<'a>,
     /// The `content` field, if present.
     pub content: Option<Shape<'a, RawObject<'a>>>,
+    /// The sums of a `usage` read in place from a pi line (the field is then left out of
+    /// `fields`; see `fastline::capture_pi`).
+    pub usage: Option<UsageSums>,
 }
 
 impl<'de> FromMap<'de> for MessageFields<'de> {
@@ -139,6 +143,7 @@ impl<'de> FromMap<'de> for MessageFields<'de> {
         let mut out = MessageFields {
             fields: Vec::new(),
             content: None,
+            usage: None,
         };
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let seen = out.fields.iter().any(|(k, _)| *k == key)
