@@ -122,7 +122,7 @@ def junk(tmp: str, quick: bool) -> dict[str, Any]:
 
     lines = 100_000 if quick else 5_000_000
     path = os.path.join(tmp, "junk.jsonl")
-    header = st.entries.header_to_json(st.SessionHeader.generate(cwd="/w"))
+    header = st.model.entries.header_to_json(st.SessionHeader.generate(cwd="/w"))
     with open(path, "wb") as f:
         f.write(header + b"\n" + b"x\n" * lines)
     return child(JUNK, path, str(lines), str(os.path.getsize(path)))

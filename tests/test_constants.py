@@ -14,7 +14,8 @@ import typing
 import pytest
 
 import sessiontree as st
-from sessiontree import _core, entries, errors, messages
+from sessiontree import _core, errors
+from sessiontree.model import entries, messages
 from sessiontree.storage import base, engine
 
 # (public module, public name, the `_core` attribute it re-exports)

@@ -21,7 +21,8 @@ from .context import (
     merge_context_build_options,
     session_entry_to_context_messages,
 )
-from .entries import (
+from .errors import ERROR_CODES, SessionError
+from .model.entries import (
     ENTRY_TYPES,
     THINKING_LEVELS,
     ActiveToolsChangeEntry,
@@ -43,8 +44,7 @@ from .entries import (
     entry_to_dict,
     entry_to_json,
 )
-from .errors import ERROR_CODES, SessionError
-from .messages import (
+from .model.messages import (
     BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,
@@ -66,15 +66,7 @@ from .messages import (
     message_from_dict,
     message_to_dict,
 )
-from .session import Session
-from .storage import (
-    DURABILITY_MODES,
-    InMemorySessionStorage,
-    JsonlSessionStorage,
-    Limits,
-    SessionStorage,
-)
-from .types import (
+from .model.types import (
     MAX_REPORTED_ISSUES,
     ContextState,
     LoadIssue,
@@ -85,6 +77,14 @@ from .types import (
     SessionMetadata,
     SessionStats,
     TreeNode,
+)
+from .session import Session
+from .storage import (
+    DURABILITY_MODES,
+    InMemorySessionStorage,
+    JsonlSessionStorage,
+    Limits,
+    SessionStorage,
 )
 
 if TYPE_CHECKING:

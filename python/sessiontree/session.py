@@ -9,7 +9,8 @@ from typing import Any
 
 from ._util import now_iso
 from .context import ContextCache, SessionContextBuildOptions, merge_context_build_options
-from .entries import (
+from .errors import SessionError
+from .model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -23,10 +24,9 @@ from .entries import (
     ThinkingLevelChangeEntry,
     entry_to_json,
 )
-from .errors import SessionError
-from .messages import AgentMessage, Usage, UserContentBlock
+from .model.messages import AgentMessage, Usage, UserContentBlock
+from .model.types import SessionContext, SessionStats, TreeNode
 from .storage import SessionStorage
-from .types import SessionContext, SessionStats, TreeNode
 
 __all__ = ["Session"]
 

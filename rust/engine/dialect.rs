@@ -632,8 +632,8 @@ pub(crate) struct PiValues(&'static Act);
 pub(crate) enum InPlace {
     /// As written.
     Keep,
-    /// Read as ours: the bare name, and for a value the JSON string too.
-    Rename(&'static str, &'static str),
+    /// Read as ours: the value's JSON string in our spelling.
+    Rename(&'static str),
     /// The line takes the renaming pass (or the full translation).
     Decline,
 }
@@ -672,7 +672,7 @@ impl PiValues {
         match act.values.iter().position(|(pi, _)| pi == value) {
             None => InPlace::Keep,
             Some(i) => match (act.values[i].1, &act.quoted[i]) {
-                (Some(bare), Some(quoted)) => InPlace::Rename(bare, quoted),
+                (Some(_), Some(quoted)) => InPlace::Rename(quoted),
                 _ => InPlace::Decline,
             },
         }

@@ -210,7 +210,7 @@ impl<'a> Scanner<'a> {
         }
         match values.read(self.text.get(a..e)?) {
             InPlace::Keep => self.text.get(a - 1..=e),
-            InPlace::Rename(_, quoted) => Some(quoted),
+            InPlace::Rename(quoted) => Some(quoted),
             InPlace::Decline => None,
         }
     }

@@ -382,7 +382,9 @@ def test_a_re_flushed_id_is_kept_as_pi_keeps_it(tmp_path: Path) -> None:
     # `b` comes again, hung under its own child: pi would list it twice, and its walks
     # (the later copy wins its id map) would loop; sessiontree lists it twice, the id names
     # the first copy, and the tree stays a tree.
-    header = '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}'
+    header = (
+        '{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}'
+    )
     lines = [
         header,
         _pi_user("a", None, "one"),

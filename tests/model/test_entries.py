@@ -1,4 +1,4 @@
-"""Tests for sessiontree.entries (entries, header, JSON lines) and uuid7."""
+"""Tests for sessiontree.model.entries (entries, header, JSON lines) and uuid7."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from sessiontree._util import iso_to_ms, now_ms, uuid7
-from sessiontree.entries import (
+from sessiontree.errors import SessionError
+from sessiontree.model.entries import (
     ENTRY_TYPES,
     FORMAT_VERSION,
     THINKING_LEVELS,
@@ -43,8 +44,7 @@ from sessiontree.entries import (
     header_to_dict,
     header_to_json,
 )
-from sessiontree.errors import SessionError
-from sessiontree.messages import (
+from sessiontree.model.messages import (
     AssistantMessage,
     Cost,
     TextContent,

@@ -1,4 +1,4 @@
-"""Tests for sessiontree.messages and the time helpers in sessiontree._util."""
+"""Tests for sessiontree.model.messages and the time helpers in sessiontree._util."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from sessiontree._util import iso_to_datetime, iso_to_ms, ms_to_iso, now_iso, now_ms
 from sessiontree.errors import SessionError
-from sessiontree.messages import (
+from sessiontree.model.messages import (
     MESSAGE_ROLES,
     STOP_REASONS,
     AgentMessage,

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 import sessiontree
-from sessiontree import _core, entries, messages
+from sessiontree import _core
 from sessiontree._util import now_ms
+from sessiontree.model import entries, messages
 
 _TYPES = {t[0]: t for t in _core.MODEL}
 _BASE = _TYPES["SessionTreeEntry"]

@@ -8,7 +8,7 @@ import pytest
 
 import sessiontree as st
 from conftest import assert_same
-from sessiontree.entries import entry_from_json, entry_to_json
+from sessiontree.model.entries import entry_from_json, entry_to_json
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/"}\n'

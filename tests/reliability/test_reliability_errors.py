@@ -183,5 +183,5 @@ def test_a_header_with_a_time_that_is_not_a_time_is_refused_when_made() -> None:
         st.SessionHeader("s1", "not a time", "/w")
     assert info.value.code == "invalid_argument"
     with pytest.raises(st.SessionError) as info:
-        st.entries.header_from_dict({**HEADER, "timestamp": "yesterday"})
+        st.model.entries.header_from_dict({**HEADER, "timestamp": "yesterday"})
     assert info.value.code == "corrupt"

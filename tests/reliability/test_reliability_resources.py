@@ -195,7 +195,7 @@ PEAK = """
 @pytest.mark.skipif(not LINUX, reason="needs Linux /proc")
 def test_a_million_junk_lines_cost_memory_for_entries_only(tmp_path: Path) -> None:
     path = tmp_path / "junk.jsonl"
-    header = st.entries.header_to_json(st.SessionHeader.generate(cwd="/w"))
+    header = st.model.entries.header_to_json(st.SessionHeader.generate(cwd="/w"))
     with open(path, "wb") as f:
         f.write(header + b"\n")
         f.write(b"x\n" * 1_000_000)

@@ -25,8 +25,9 @@ import pytest
 import sessiontree as st
 import sessiontree.repo.files as repo_files
 import sessiontree.repo.jsonl as repo_jsonl
-from sessiontree.entries import MessageEntry, SessionTreeEntry
 from sessiontree.errors import SessionError
+from sessiontree.model.entries import MessageEntry, SessionTreeEntry
+from sessiontree.model.types import SessionMetadata
 from sessiontree.repo import (
     InMemorySessionRepo,
     JsonlSessionRepo,
@@ -36,7 +37,6 @@ from sessiontree.repo import (
 )
 from sessiontree.storage import JsonlSessionStorage
 from sessiontree.storage.engine import _EngineStorage
-from sessiontree.types import SessionMetadata
 
 UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 T0 = "2026-01-01T00:00:00.000Z"

@@ -15,8 +15,9 @@ import pytest
 
 import sessiontree as st
 from conftest import assert_same
-from sessiontree import _core, messages
-from sessiontree.entries import entry_from_dict
+from sessiontree import _core
+from sessiontree.model import messages
+from sessiontree.model.entries import entry_from_dict
 
 HEADER = (
     b'{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T00:00:00.000Z","cwd":"/"}\n'

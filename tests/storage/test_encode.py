@@ -19,7 +19,7 @@ from hypothesis import strategies as hs
 
 import sessiontree as st
 from sessiontree import _core
-from sessiontree.entries import _is_unread, entry_to_json
+from sessiontree.model.entries import _is_unread, entry_to_json
 from sessiontree.storage import engine as engine_module
 
 ROOT = b'{"type":"custom","id":"p0","parent_id":null,"timestamp":"T","custom_type":"root"}'
@@ -95,7 +95,7 @@ def fallbacks() -> Iterator[list[Any]]:
 
 
 def storage() -> st.InMemorySessionStorage:
-    header = st.entries.header_to_json(st.SessionHeader("s", "2026-01-01T00:00:00.000Z", "/"))
+    header = st.model.entries.header_to_json(st.SessionHeader("s", "2026-01-01T00:00:00.000Z", "/"))
     return st.InMemorySessionStorage.from_jsonl(header + b"\n" + ROOT + b"\n")
 
 

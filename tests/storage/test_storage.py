@@ -56,7 +56,7 @@ def test_create_writes_the_header_and_is_private(tmp_path: pathlib.Path) -> None
     storage.close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     first = path.read_bytes().split(b"\n")[0]
-    assert st.entries.header_from_json(first) == header
+    assert st.model.entries.header_from_json(first) == header
     with st.JsonlSessionStorage.open(path, readonly=True) as ro:
         assert ro.get_metadata() == header
 

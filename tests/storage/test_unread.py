@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import assert_same, entry_line, header_line, user_line
 
 import sessiontree as st
-from sessiontree.entries import _is_unread
+from sessiontree.model.entries import _is_unread
 
 
 def _session_bytes() -> bytes:

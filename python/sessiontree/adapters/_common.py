@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import SessionError
-from ..messages import AgentMessage
+from ..model.messages import AgentMessage
 
 if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo

@@ -41,8 +41,8 @@ import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
 from .._util import iso_to_ms, now_iso
-from ..entries import CustomEntry, SessionTreeEntry
 from ..errors import SessionError
+from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import as_async_repo, import_framework, in_lane, json_copy, to_json
 
 import_framework("claude_agent_sdk", "claude-agent-sdk", "sessiontree.adapters.claude_agent_sdk")
@@ -59,9 +59,9 @@ if TYPE_CHECKING:
     )
 
     from ..aio import AsyncSession, AsyncSessionRepo
+    from ..model.types import SessionMetadata
     from ..repo import SessionRepo
     from ..storage import SessionStorage
-    from ..types import SessionMetadata
 
 __all__ = ["ENTRY_CUSTOM_TYPE", "SUMMARY_CUSTOM_TYPE", "ClaudeAgentSessionStore", "session_id_for"]
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .._util import now_ms
-from ..entries import CustomEntry, MessageEntry, SessionTreeEntry
 from ..errors import SessionError
-from ..messages import (
+from ..model.entries import CustomEntry, MessageEntry, SessionTreeEntry
+from ..model.messages import (
     AgentMessage,
     AssistantMessage,
     ImageContent,

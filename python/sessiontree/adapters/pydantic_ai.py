@@ -44,9 +44,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from .._util import iso_to_datetime, iso_to_ms, ms_to_iso, now_iso
-from ..entries import CustomEntry, MessageEntry, SessionTreeEntry
 from ..errors import SessionError
-from ..messages import (
+from ..model.entries import CustomEntry, MessageEntry, SessionTreeEntry
+from ..model.messages import (
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,
@@ -59,7 +59,7 @@ from ..messages import (
     UserMessage,
     message_from_dict,
 )
-from ..types import SessionContext
+from ..model.types import SessionContext
 from ._common import (
     as_async_repo,
     as_async_session,

@@ -18,12 +18,12 @@ from types import TracebackType
 from typing import Any
 
 from sessiontree.context import SessionContextBuildOptions
-from sessiontree.entries import SessionTreeEntry, ThinkingLevel
-from sessiontree.messages import AgentMessage, Usage, UserContentBlock
+from sessiontree.model.entries import SessionTreeEntry, ThinkingLevel
+from sessiontree.model.messages import AgentMessage, Usage, UserContentBlock
+from sessiontree.model.types import SessionContext, SessionMetadata, SessionStats, TreeNode
 from sessiontree.repo import ForkPosition, SessionRef, SessionRepo
 from sessiontree.session import Session
 from sessiontree.storage import SessionStorage
-from sessiontree.types import SessionContext, SessionMetadata, SessionStats, TreeNode
 
 __all__ = ["AsyncSession", "AsyncSessionRepo"]
 

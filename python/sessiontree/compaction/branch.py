@@ -9,9 +9,9 @@ from ..context import (
     default_context_entry_transform,
     session_entry_to_context_messages,
 )
-from ..entries import SessionTreeEntry
 from ..errors import SessionError
-from ..messages import (
+from ..model.entries import SessionTreeEntry
+from ..model.messages import (
     AgentMessage,
 )
 from ..session import Session

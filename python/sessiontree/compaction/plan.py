@@ -11,9 +11,9 @@ from ..context import (
     default_context_entry_transform,
     session_entry_to_context_messages,
 )
-from ..entries import CompactionEntry, SessionTreeEntry
 from ..errors import SessionError
-from ..messages import (
+from ..model.entries import CompactionEntry, SessionTreeEntry
+from ..model.messages import (
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-from ..entries import CompactionEntry
 from ..errors import SessionError
+from ..model.entries import CompactionEntry
 from ..session import Session
 from .plan import CompactionPlan, prepare_compaction
 from .prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_SUMMARY_PROMPT

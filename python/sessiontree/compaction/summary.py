@@ -8,9 +8,9 @@ from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
 from .._frozen import frozen
-from ..entries import SessionTreeEntry
 from ..errors import SessionError
-from ..messages import (
+from ..model.entries import SessionTreeEntry
+from ..model.messages import (
     AgentMessage,
     AssistantMessage,
     BranchSummaryMessage,

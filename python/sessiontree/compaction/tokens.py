@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from .._frozen import frozen
 from ..errors import SessionError
-from ..messages import (
+from ..model.messages import (
     BASH_EXECUTION_ROLE,
     AgentMessage,
     AssistantMessage,

@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any
 
 from .._frozen import frozen
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -25,8 +26,7 @@ from ..entries import (
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
 )
-from ..errors import SessionError
-from ..messages import (
+from ..model.messages import (
     _MESSAGE_CLASSES,
     AgentMessage,
     AssistantMessage,
@@ -34,7 +34,7 @@ from ..messages import (
     create_compaction_summary_message,
     create_custom_message,
 )
-from ..types import ContextState, ModelRef, SessionContext
+from ..model.types import ContextState, ModelRef, SessionContext
 
 __all__ = [
     "EntryProjector",

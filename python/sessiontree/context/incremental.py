@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..entries import (
+from ..model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -37,8 +37,8 @@ from ..entries import (
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
 )
-from ..messages import AgentMessage, AssistantMessage
-from ..types import MessageSequence, ModelRef, SessionContext
+from ..model.messages import AgentMessage, AssistantMessage
+from ..model.types import MessageSequence, ModelRef, SessionContext
 from .build import (
     SessionContextBuildOptions,
     apply_entry_transforms,

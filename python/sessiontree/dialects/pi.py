@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from .. import _core
 from ..errors import SessionError
-from ..messages import (
+from ..model.messages import (
     BASH_EXECUTION_ROLE,
     AgentMessage,
     BranchSummaryMessage,

@@ -9,8 +9,9 @@ from datetime import timezone
 from typing import Any
 
 from .._util import uuid7
-from ..entries import entry_to_json
 from ..errors import SessionError
+from ..model.entries import entry_to_json
+from ..model.types import SessionMetadata
 from ..repo.base import (
     ForkPosition,
     SessionRef,
@@ -23,7 +24,6 @@ from ..repo.base import (
 from ..repo.fork import _prepare
 from ..session import Session
 from ..storage import DURABILITY_MODES, Durability, Limits
-from ..types import SessionMetadata
 from ._connect import Source, check_schema, lock_key, psycopg_module, raise_pg
 from ._schema import migrate
 from .storage import PostgresSessionStorage, _publish, _text

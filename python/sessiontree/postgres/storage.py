@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import _core
-from ..entries import MessageEntry, SessionHeader, SessionTreeEntry
 from ..errors import SessionError
-from ..messages import AgentMessage
+from ..model.entries import MessageEntry, SessionHeader, SessionTreeEntry
+from ..model.messages import AgentMessage
+from ..model.types import SessionMetadata
 from ..repo.metadata import metadata_of
 from ..storage.base import Durability
 from ..storage.engine import Limits, _check_durability, _EngineStorage, _limits, _make_header
-from ..types import SessionMetadata
 from ._connect import Source, check_schema, holder_of, lock_key, psycopg_module, raise_pg
 from ._connect import try_lock as _try_lock
 from ._connect import unlock as _unlock

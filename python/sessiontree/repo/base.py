@@ -11,12 +11,12 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal, TypeAlias
 
 from .._util import uuid7
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     SessionHeader,
 )
-from ..errors import SessionError
+from ..model.types import SessionMetadata
 from ..session import Session
-from ..types import SessionMetadata
 
 __all__ = ["FORK_POSITIONS", "ForkPosition", "SessionRef", "SessionRepo", "is_valid_session_id"]
 

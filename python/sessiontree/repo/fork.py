@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._util import now_iso
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     LabelEntry,
     LeafEntry,
     SessionInfoEntry,
@@ -16,7 +17,6 @@ from ..entries import (
     header_to_dict,
     header_to_json,
 )
-from ..errors import SessionError
 from ..storage import Durability, JsonlSessionStorage, Limits, SessionStorage
 from ..storage.base import FORK_NULL_TARGET, FORK_OUTSIDE, ForkSource
 from .base import ForkPosition, _check_fork_args

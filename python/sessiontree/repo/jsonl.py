@@ -14,8 +14,9 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal
 
 from .._util import fspath_arg, uuid7
-from ..entries import SessionHeader
 from ..errors import SessionError
+from ..model.entries import SessionHeader
+from ..model.types import SessionMetadata
 from ..session import Session
 from ..storage import (
     DURABILITY_MODES,
@@ -23,7 +24,6 @@ from ..storage import (
     JsonlSessionStorage,
     Limits,
 )
-from ..types import SessionMetadata
 from .base import (
     _SESSION_ID_RE,
     _SUFFIX,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from ..types import SessionMetadata
+from ..model.types import SessionMetadata
 from .base import _SUFFIX, is_valid_session_id, newest_first_key
 from .metadata import FIRST_MESSAGE_LIMIT
 

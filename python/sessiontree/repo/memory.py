@@ -10,11 +10,11 @@ from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
+from ..model.types import SessionMetadata
 from ..session import Session
 from ..storage import (
     InMemorySessionStorage,
 )
-from ..types import SessionMetadata
 from .base import (
     ForkPosition,
     SessionRef,

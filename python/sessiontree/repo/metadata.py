@@ -7,9 +7,9 @@ from typing import Final
 
 from .._util import iso_to_datetime
 from ..errors import SessionError
-from ..messages import TextContent, UserMessage
+from ..model.messages import TextContent, UserMessage
+from ..model.types import SessionMetadata
 from ..storage import SessionStorage
-from ..types import SessionMetadata
 
 __all__ = ["FIRST_MESSAGE_LIMIT", "metadata_of"]
 

@@ -10,12 +10,12 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from .._util import fspath_arg, iso_to_datetime, uuid7
-from ..entries import MessageEntry, SessionHeader
 from ..errors import SessionError
-from ..messages import AssistantMessage, UserMessage
+from ..model.entries import MessageEntry, SessionHeader
+from ..model.messages import AssistantMessage, UserMessage
+from ..model.types import SessionMetadata
 from ..session import Session
 from ..storage import Durability, JsonlSessionStorage, Limits, SessionStorage
-from ..types import SessionMetadata
 from .base import ForkPosition, SessionRef, _check_fork_args, _ref_id
 from .files import _make_private_dir
 from .fork import fork_file

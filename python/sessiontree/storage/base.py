@@ -12,7 +12,8 @@ from typing import Any, Final, Literal
 
 from .. import _core
 from .._util import now_iso
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     ActiveToolsChangeEntry,
     LabelEntry,
     LeafEntry,
@@ -26,9 +27,8 @@ from ..entries import (
     entry_to_dict,
     entry_to_json,
 )
-from ..errors import SessionError
-from ..messages import AgentMessage, AssistantMessage
-from ..types import SessionStats, TreeNode
+from ..model.messages import AgentMessage, AssistantMessage
+from ..model.types import SessionStats, TreeNode
 
 __all__ = [
     "DURABILITY_MODES",

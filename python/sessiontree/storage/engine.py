@@ -11,7 +11,8 @@ from typing import Any, ClassVar, Final
 
 from .. import _core
 from .._util import now_iso
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     _KNOWN_ENTRY_CLASSES,
     MAX_ID_BYTES,
     LeafEntry,
@@ -24,8 +25,7 @@ from ..entries import (
     header_from_dict,
     header_to_json,
 )
-from ..errors import SessionError
-from ..messages import (
+from ..model.messages import (
     _ASSISTANT_BLOCKS,
     _MESSAGE_CLASSES,
     _USER_BLOCKS,
@@ -35,7 +35,7 @@ from ..messages import (
     Cost,
     Usage,
 )
-from ..types import LoadIssue, LoadReport, SessionStats, TreeNode
+from ..model.types import LoadIssue, LoadReport, SessionStats, TreeNode
 from .base import (
     DURABILITY_MODES,
     FORK_NULL_TARGET,

@@ -7,8 +7,8 @@ from typing import Literal
 
 from .. import _core
 from .._util import fspath_arg
-from ..entries import SessionHeader
 from ..errors import SessionError
+from ..model.entries import SessionHeader
 from .base import Durability
 from .engine import Limits, _check_durability, _EngineStorage, _index, _limits, _make_header
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 from .. import _core
-from ..entries import (
+from ..errors import SessionError
+from ..model.entries import (
     SessionHeader,
 )
-from ..errors import SessionError
 from .engine import Limits, _EngineStorage, _limits, _make_header
 
 __all__ = ["InMemorySessionStorage"]

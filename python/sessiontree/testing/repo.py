@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from ..entries import CustomEntry, LabelEntry, MessageEntry, SessionHeader
-from ..messages import AssistantMessage, TextContent, UserMessage
+from ..model.entries import CustomEntry, LabelEntry, MessageEntry, SessionHeader
+from ..model.messages import AssistantMessage, TextContent, UserMessage
+from ..model.types import SessionMetadata
 from ..repo import SessionRepo, is_valid_session_id
 from ..session import Session
-from ..types import SessionMetadata
 from ._harness import (
     Contract,
     Failure,

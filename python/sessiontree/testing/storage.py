@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from ..context import build_session_context, derive_session_context_state
-from ..entries import (
+from ..model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
@@ -25,7 +25,7 @@ from ..entries import (
     SessionTreeEntry,
     ThinkingLevelChangeEntry,
 )
-from ..messages import (
+from ..model.messages import (
     AssistantMessage,
     Cost,
     CustomMessage,
@@ -35,9 +35,9 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..model.types import SessionStats, TreeNode
 from ..session import Session
 from ..storage import SessionStorage
-from ..types import SessionStats, TreeNode
 from ._harness import (
     Contract,
     Failure,

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from . import _core
-from ._frozen import frozen
+from .. import _core
+from .._frozen import frozen
 
 if TYPE_CHECKING:
     from .entries import SessionTreeEntry

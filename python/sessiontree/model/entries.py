@@ -34,10 +34,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
-from . import _core
-from ._frozen import frozen
-from ._util import iso_to_datetime, model_keys, now_iso, uuid7
-from .errors import SessionError
+from .. import _core
+from .._frozen import frozen
+from .._util import iso_to_datetime, model_keys, now_iso, uuid7
+from ..errors import SessionError
 from .messages import (
     _MESSAGE_CLASSES,
     _SRC,
@@ -188,9 +188,9 @@ class MessageEntry(SessionTreeEntry):
     """An entry holding one conversation message.
 
     Attributes:
-        message: the :data:`~sessiontree.messages.AgentMessage`.
+        message: the :data:`~sessiontree.model.messages.AgentMessage`.
 
-    >>> from sessiontree.messages import UserMessage
+    >>> from sessiontree.model.messages import UserMessage
     >>> MessageEntry(UserMessage("Hello", timestamp=0),
     ...              id="a1b2c3d4", parent_id=None, timestamp="2026-11-30T16:48:30.123Z")
     MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')

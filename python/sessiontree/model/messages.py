@@ -35,10 +35,10 @@ from contextvars import ContextVar
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
-from . import _core
-from ._frozen import at_defaults, frozen
-from ._util import iso_to_ms, model_keys, now_ms
-from .errors import SessionError
+from .. import _core
+from .._frozen import at_defaults, frozen
+from .._util import iso_to_ms, model_keys, now_ms
+from ..errors import SessionError
 
 __all__ = [
     "BASH_EXECUTION_ROLE",
