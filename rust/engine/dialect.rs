@@ -644,7 +644,7 @@ pub(crate) enum InPlace {
 /// keys) are told apart without a lookup.
 pub(crate) fn in_place_key(key: &str) -> Option<InPlaceKey> {
     let sc = shortcut();
-    if !key.bytes().any(|b| b.is_ascii_uppercase()) && !sc.lowercase.contains(&key) {
+    if !key.bytes().any(|b| b.is_ascii_uppercase()) && !sc.lowercase.iter().any(|k| k == key) {
         return Some(InPlaceKey {
             native: None,
             values: None,
@@ -691,7 +691,7 @@ pub(crate) fn rename_fragment(text: &str) -> Option<String> {
 struct Shortcut {
     acts: hashbrown::HashMap<String, Act>,
     /// The keys of `acts` without a capital letter.
-    lowercase: Vec<&'static str>,
+    lowercase: Vec<String>,
     finder: memchr::memmem::Finder<'static>,
 }
 
@@ -737,7 +737,7 @@ fn shortcut() -> &'static Shortcut {
         let lowercase = acts
             .keys()
             .filter(|k| !k.bytes().any(|b| b.is_ascii_uppercase()))
-            .map(|k| &*Box::leak(k.clone().into_boxed_str()))
+            .cloned()
             .collect();
         Shortcut {
             acts,
