@@ -45,12 +45,12 @@ pub(crate) fn capture_pi(text: &str, max_depth: usize) -> Option<RawEntry<'_>> {
 }
 
 impl<'a> Scanner<'a> {
+    /// An entry line: the object, with nothing but whitespace around it.
     fn whole_entry(&mut self) -> Option<RawEntry<'a>> {
-        let s = self;
-        s.ws();
-        let entry = s.entry()?;
-        s.ws();
-        (s.pos == s.b.len()).then_some(entry)
+        self.ws();
+        let entry = self.entry()?;
+        self.ws();
+        (self.pos == self.b.len()).then_some(entry)
     }
 }
 
