@@ -1,16 +1,19 @@
-//! Entry objects built straight from a line's bytes: one serde pass makes the
-//! `MessageEntry`, its message, content blocks, `Usage` and `Cost` as the Python model's
-//! own frozen slotted dataclasses, with no intermediate dict and no second validation.
+//! Entry objects built straight from a line's bytes: one serde pass makes the entry (of
+//! any type the model table declares), its message, content blocks, `Usage` and `Cost` as
+//! the Python model's own frozen slotted dataclasses, with no intermediate dict and no
+//! second validation.
 //!
 //! The builder is driven by the model table (`engine::model`): each field's kind says how
-//! its value is read, its presence what a missing or `null` one becomes. It builds what the
-//! trusted readers in Python (`entries._trusted_entry_reader`) build from the engine's dict
-//! for the same line: the same classes, equal values, the same `_extra` dicts of unknown
-//! keys (in line order), tuples for block lists, floats for costs and the shared zero
-//! `Usage`/`Cost` for missing or `null` ones. It is stricter than they are: anything it
-//! does not expect (a wrong kind, a duplicate known key, an integer too wide for 64 bits,
-//! a long id, a block whose tag is not allowed) makes it give up on the entry, and the
-//! caller sends that entry through the dict path, which then decides exactly as before.
+//! its value is read, its presence what a missing or `null` one becomes. It builds what
+//! Python's validating reader (`entries.entry_from_dict`) builds from `json.loads` of the
+//! same line: the same classes, equal values, the same `_extra` dicts of unknown keys (in
+//! line order), tuples for lists, floats for costs and the shared zero `Usage`/`Cost` for
+//! missing or `null` ones (`tests/storage/test_direct_build.py` compares them on random
+//! lines of every type and role). Anything it does not expect (a wrong kind, a duplicate
+//! known key, an integer too wide for 64 bits, a long id, a block whose tag is not allowed,
+//! a retained message whose `role` is not its first key, an unknown type or role) makes it
+//! give up on the entry, and the caller sends that entry through the dict path, where the
+//! validating reader decides.
 //!
 //! Instances are made as `object.__new__(cls)` makes them (the class's `tp_alloc`) and
 //! their slots filled through each slot descriptor's `__set__` (`tp_descr_set`), as
@@ -30,32 +33,28 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use super::lazy::Shells;
 use super::pyjson::{self, Key};
 use super::tree::NodeClass;
-use crate::engine::arena::Role;
+use crate::engine::arena::{Kind, Role};
 use crate::engine::line::MAX_ID_BYTES;
 use crate::engine::model::{
     self, DefaultValue, FieldDef, FieldKind, Presence, TypeDef, ENTRY_BASE,
 };
 
-/// The types built here; every other entry type and role stays on the dict path.
-static DIRECT: [&TypeDef; 10] = [
-    &model::TEXT,
-    &model::THINKING,
-    &model::IMAGE,
-    &model::TOOL_CALL,
-    &model::COST,
-    &model::USAGE,
-    &model::USER,
-    &model::ASSISTANT,
-    &model::TOOL_RESULT,
-    &model::MESSAGE_ENTRY,
-];
+/// Whether `def` is built here: every type of the model table but the entry base (an
+/// abstract class) and the header (read by `line::parse_header` and Python's reader).
+fn built_here(def: &TypeDef) -> bool {
+    !std::ptr::eq(def, &ENTRY_BASE) && !std::ptr::eq(def, &model::HEADER)
+}
 
-/// The most fields a directly built type has (`AssistantMessage`).
-const MAX_FIELDS: usize = 8;
+/// Whether `def` is an entry type (its fields follow [`ENTRY_BASE`]'s).
+fn is_entry(def: &TypeDef) -> bool {
+    model::ENTRIES.iter().any(|e| std::ptr::eq(*e, def))
+}
+
+/// The most fields a built type has, the entry base included (`CompactionEntry`).
+const MAX_FIELDS: usize = 10;
 
 /// Ids longer than this many characters may exceed `MAX_ID_BYTES` in UTF-8 (and the
-/// engine's limit is configurable): the Python path measures them, as its trusted reader
-/// does.
+/// engine's limit is configurable): the validating reader measures them.
 const SHORT_ID: usize = MAX_ID_BYTES / 4;
 
 /// One slot's descriptor and its `__set__`.
@@ -128,6 +127,8 @@ pub(super) fn class_named<'py>(
 /// A registered class: how to make an instance and fill each field's slot.
 struct Class {
     def: &'static TypeDef,
+    /// An entry type: its first fields are [`ENTRY_BASE`]'s.
+    entry: bool,
     alloc: Alloc,
     /// The fields in table order (for an entry, `ENTRY_BASE`'s first), with their slots.
     fields: Vec<(&'static FieldDef, Setter)>,
@@ -195,7 +196,7 @@ pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
 
 /// The fields of `def` in the order a line has them (for an entry, `ENTRY_BASE`'s first).
 pub(super) fn fields_of(def: &'static TypeDef) -> Vec<&'static FieldDef> {
-    let base: &'static [FieldDef] = if model::ENTRIES.iter().any(|e| std::ptr::eq(*e, def)) {
+    let base: &'static [FieldDef] = if is_entry(def) {
         ENTRY_BASE.fields
     } else {
         &[]
@@ -232,6 +233,7 @@ fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
     }
     Ok(Class {
         def,
+        entry: is_entry(def),
         alloc: Alloc::new(cls)?,
         fields: fields
             .into_iter()
@@ -249,8 +251,8 @@ pub fn _register_model(
     classes: &Bound<'_, PyMapping>,
     empties: &Bound<'_, PyMapping>,
 ) -> PyResult<()> {
-    let mut built = Vec::with_capacity(DIRECT.len());
-    for def in DIRECT {
+    let mut built = Vec::new();
+    for def in model::MODEL.iter().copied().filter(|d| built_here(d)) {
         built.push(class(&class_named(classes, def.class)?, def)?);
     }
     let mut shared = Vec::new();
@@ -319,34 +321,35 @@ impl Registry {
         class.instance(py, &values, &py.None().into_bound(py))
     }
 
-    /// Builds the `MessageEntry` of `line`, whose message has role `role`; None when the
-    /// line must go through the dict path. `root`: the entry has no parent in the tree (a
-    /// dangling `parent_id` reads as None).
-    pub fn message_entry<'py>(
+    /// Builds the entry of `line`, of kind `kind` (a message entry's message of role
+    /// `role`); None when the line must go through the dict path. `root`: the entry has
+    /// no parent in the tree (a dangling `parent_id` reads as None).
+    pub fn entry<'py>(
         &self,
         py: Python<'py>,
         line: &[u8],
+        kind: Kind,
         role: Role,
         root: bool,
     ) -> Option<Bound<'py, PyAny>> {
-        let message = match role {
-            Role::User => &model::USER,
-            Role::Assistant => &model::ASSISTANT,
-            Role::ToolResult => &model::TOOL_RESULT,
-            _ => return None,
+        let def = model::entry(kind.name())?;
+        let message = if std::ptr::eq(def, &model::MESSAGE_ENTRY) {
+            Some(self.class(model::message(role.name()?)?)?)
+        } else {
+            None
         };
         let text = simdutf8::basic::from_utf8(line).ok()?;
         let ctx = Ctx {
             py,
             reg: self,
             inexact: Cell::new(false),
-            message: self.class(message)?,
+            message,
             root,
         };
         let mut de = serde_json::Deserializer::from_str(text);
         let entry = Object {
             ctx: &ctx,
-            class: self.class(&model::MESSAGE_ENTRY)?,
+            class: self.class(def)?,
         }
         .deserialize(&mut de)
         .ok()?;
@@ -360,8 +363,8 @@ struct Ctx<'py, 'r> {
     py: Python<'py>,
     reg: &'r Registry,
     inexact: Cell<bool>,
-    /// The class of the entry's message (its role is known from the arena).
-    message: &'r Class,
+    /// The class of a message entry's message (its role is known from the arena).
+    message: Option<&'r Class>,
     root: bool,
 }
 
@@ -504,48 +507,88 @@ impl<'de, 'py> Visitor<'de> for Object<'_, 'py, '_> {
         write!(f, "a {} object", self.class.def.class)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let ctx = self.ctx;
-        let class = self.class;
-        let mut values: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
-        let mut extra: Option<Bound<'py, PyDict>> = None;
-        let mut tagged = false;
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            if let Some((_, value)) = class.def.tag.filter(|(k, _)| *k == key) {
-                let Key(got) = map.next_value::<Key<'de>>()?;
-                if tagged || got != value {
-                    return Err(give_up());
-                }
-                tagged = true;
-                continue;
-            }
-            let Some(i) = class.fields.iter().position(|(f, _)| f.key == key) else {
-                let value = map.next_value_seed(ctx.any())?;
-                let dict = extra.get_or_insert_with(|| PyDict::new(ctx.py));
-                dict.set_item(PyString::intern(ctx.py, &key), value)
-                    .map_err(pyjson::py_err)?;
-                continue;
-            };
-            if values[i].is_some() {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        fields(self.ctx, self.class, map, false)
+    }
+}
+
+/// The rest of an object of `class` read from `map` (`tagged`: its tag was read already).
+fn fields<'de, 'py, A: MapAccess<'de>>(
+    ctx: &Ctx<'py, '_>,
+    class: &Class,
+    mut map: A,
+    mut tagged: bool,
+) -> Result<Bound<'py, PyAny>, A::Error> {
+    let mut values: [Option<Bound<'py, PyAny>>; MAX_FIELDS] = [const { None }; MAX_FIELDS];
+    let mut extra: Option<Bound<'py, PyDict>> = None;
+    while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        if let Some((_, value)) = class.def.tag.filter(|(k, _)| *k == key) {
+            let Key(got) = map.next_value::<Key<'de>>()?;
+            if tagged || got != value {
                 return Err(give_up());
             }
-            let f = class.fields[i].0;
-            values[i] = Some(map.next_value_seed(Field { ctx, f })?);
+            tagged = true;
+            continue;
         }
-        if class.def.tag.is_some() && !tagged {
+        let Some(i) = class.fields.iter().position(|(f, _)| f.key == key) else {
+            let value = map.next_value_seed(ctx.any())?;
+            let dict = extra.get_or_insert_with(|| PyDict::new(ctx.py));
+            dict.set_item(PyString::intern(ctx.py, &key), value)
+                .map_err(pyjson::py_err)?;
+            continue;
+        };
+        if values[i].is_some() {
             return Err(give_up());
         }
-        if std::ptr::eq(class.def, &model::MESSAGE_ENTRY) {
-            // The base fields come first: id, parent_id, timestamp.
-            let id = values[0].as_ref().ok_or_else(give_up)?;
-            if id.len().map_err(pyjson::py_err)? > SHORT_ID {
-                return Err(give_up());
-            }
-            if ctx.root {
-                values[1] = Some(ctx.py.None().into_bound(ctx.py));
-            }
+        let f = class.fields[i].0;
+        values[i] = Some(map.next_value_seed(Field { ctx, f })?);
+    }
+    if class.def.tag.is_some() && !tagged {
+        return Err(give_up());
+    }
+    if class.entry {
+        // The base fields come first: id, parent_id, timestamp.
+        let id = values[0].as_ref().ok_or_else(give_up)?;
+        if id.len().map_err(pyjson::py_err)? > SHORT_ID {
+            return Err(give_up());
         }
-        ctx.make(class, &mut values, extra).ok_or_else(give_up)
+        if ctx.root {
+            values[1] = Some(ctx.py.None().into_bound(ctx.py));
+        }
+    }
+    ctx.make(class, &mut values, extra).ok_or_else(give_up)
+}
+
+/// A message of any role the table knows, as `retained_tail` holds them: its `role` must
+/// come first (as writers write it), else the entry goes through the dict path.
+struct AnyMessage<'c, 'py, 'r> {
+    ctx: &'c Ctx<'py, 'r>,
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for AnyMessage<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for AnyMessage<'_, 'py, '_> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        match map.next_key::<Key<'de>>()? {
+            Some(Key(key)) if key == "role" => {}
+            _ => return Err(give_up()),
+        }
+        let Key(role) = map.next_value::<Key<'de>>()?;
+        let def = model::message(&role).ok_or_else(give_up)?;
+        let class = self.ctx.reg.class(def).ok_or_else(give_up)?;
+        fields(self.ctx, class, map, true)
     }
 }
 
@@ -563,6 +606,8 @@ impl<'de, 'py> DeserializeSeed<'de> for Field<'_, 'py, '_> {
         match self.f.kind {
             FieldKind::Nested(_)
             | FieldKind::Message
+            | FieldKind::Messages
+            | FieldKind::StrList
             | FieldKind::Blocks(_)
             | FieldKind::StrOrBlocks(_) => d.deserialize_any(self),
             _ => {
@@ -596,17 +641,30 @@ impl<'de, 'py> Visitor<'de> for Field<'_, 'py, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags)) = self.f.kind else {
-            return Err(give_up());
-        };
-        let mut blocks = Vec::new();
-        while let Some(b) = seq.next_element_seed(Block {
-            ctx: self.ctx,
-            tags,
-        })? {
-            blocks.push(b);
+        let ctx = self.ctx;
+        let mut items = Vec::new();
+        match self.f.kind {
+            FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags) => {
+                while let Some(b) = seq.next_element_seed(Block { ctx, tags })? {
+                    items.push(b);
+                }
+            }
+            FieldKind::Messages => {
+                while let Some(m) = seq.next_element_seed(AnyMessage { ctx })? {
+                    items.push(m);
+                }
+            }
+            FieldKind::StrList => {
+                while let Some(v) = seq.next_element_seed(ctx.any())? {
+                    if !v.is_exact_instance_of::<PyString>() {
+                        return Err(give_up());
+                    }
+                    items.push(v);
+                }
+            }
+            _ => return Err(give_up()),
         }
-        PyTuple::new(self.ctx.py, blocks)
+        PyTuple::new(ctx.py, items)
             .map(Bound::into_any)
             .map_err(pyjson::py_err)
     }
@@ -614,7 +672,7 @@ impl<'de, 'py> Visitor<'de> for Field<'_, 'py, '_> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         let class = match self.f.kind {
             FieldKind::Nested(def) => self.ctx.reg.class(def).ok_or_else(give_up)?,
-            FieldKind::Message => self.ctx.message,
+            FieldKind::Message => self.ctx.message.ok_or_else(give_up)?,
             _ => return Err(give_up()),
         };
         Object {

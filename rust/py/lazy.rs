@@ -27,6 +27,7 @@ use crate::engine::model;
 #[pyclass(module = "sessiontree._core", name = "LineRef", frozen)]
 pub struct LineRef {
     line: Arc<LazyLine>,
+    kind: Kind,
     role: Role,
     /// The entry has no parent in the tree (a dangling `parent_id` reads as None).
     root: bool,
@@ -47,7 +48,7 @@ impl LineRef {
     fn build<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let bytes = self.line.bytes().map_err(|e| to_py_err(py, e))?;
         if let Some(entry) =
-            build::registry().and_then(|reg| reg.message_entry(py, &bytes, self.role, self.root))
+            build::registry().and_then(|reg| reg.entry(py, &bytes, self.kind, self.role, self.root))
         {
             return Ok(entry);
         }
@@ -171,6 +172,7 @@ impl Shells {
             py,
             LineRef {
                 line,
+                kind,
                 role,
                 root: parent.is_none(),
                 id: id.clone().unbind(),

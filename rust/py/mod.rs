@@ -256,9 +256,8 @@ impl PyEngine {
 
     /// Entries `idxs` as entry objects. For a file store, entries of a known type are
     /// handed out unread (`lazy.rs`: filled from their line on first use); others are
-    /// built by the binding where it can (`build.rs`: message entries of the user,
-    /// assistant and tool-result roles), else handed out as the dicts of `objects_of` for
-    /// Python's readers to build.
+    /// built by the binding where it can (`build.rs`: every type and role of the model
+    /// table), else handed out as the dicts of `objects_of` for Python's validating reader.
     fn entries_of<'py>(store: &Store, py: Python<'py>, idxs: &[u32]) -> PyResult<Entries<'py>> {
         Self::check_idxs(store, idxs)?;
         let Some(registry) = build::registry() else {
@@ -298,12 +297,7 @@ impl PyEngine {
             }
             prev = None;
             let line = store.line(i).map_err(|e| to_py_err(py, e))?;
-            let built = if node.kind == Kind::Message {
-                registry.message_entry(py, &line, node.role, node.parent == NONE)
-            } else {
-                None
-            };
-            match built {
+            match registry.entry(py, &line, node.kind, node.role, node.parent == NONE) {
                 Some(entry) => out.append(entry)?,
                 None => {
                     dicts.push(out.len());

@@ -1,7 +1,8 @@
-"""Message entries the binding builds straight from their lines (rust/py/build.rs) are the
-entries the validating path builds from ``json.loads`` of the same line: same types all the
-way down, equal values, the same unknown fields. What the builder does not vouch for goes
-through the dict path and gives what it gave before."""
+"""Entries the binding builds straight from their lines (rust/py/build.rs), of every type and
+role the model table declares, are the entries the validating path builds from
+``json.loads`` of the same line: same types all the way down, equal values, the same unknown
+fields. What the builder does not vouch for goes through the dict path and gives what it
+gave before."""
 
 from __future__ import annotations
 
@@ -38,12 +39,13 @@ class _Gen:
     def s(self) -> str:
         return self.r.choice(STRINGS) + str(self.r.randrange(1000))
 
-    def obj(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def obj(self, fields: dict[str, Any], *, tag_first: bool = False) -> dict[str, Any]:
         fields = {k: v for k, v in fields.items() if v is not _MISSING}
         fields.update(self.r.choice(EXTRAS))
         items = list(fields.items())
+        head = [items.pop(0)] if tag_first else []
         self.r.shuffle(items)
-        return dict(items)
+        return dict(head + items)
 
     def opt(self, value: Any, *, nullable: bool = True) -> Any:
         choices = [value, _MISSING] + ([None] if nullable else [])
@@ -90,51 +92,119 @@ class _Gen:
             }
         )
 
-    def message(self) -> dict[str, Any]:
+    def message(self, *, role_first: bool = False) -> dict[str, Any]:
         ts = self.r.choice([0, -5, 1764521310123, 2**63 - 1])
-        role = self.r.choice(["user", "assistant", "tool_result"])
+        role = self.r.choice(_core.MESSAGE_ROLES)
+        fields: dict[str, Any]
         if role == "user":
             content: Any = self.r.choice([self.s(), self.blocks(["text", "image"])])
-            return self.obj({"role": role, "content": content, "timestamp": ts})
-        if role == "assistant":
-            return self.obj(
-                {
-                    "role": role,
-                    "content": self.blocks(["text", "thinking", "tool_call"]),
-                    "api": self.opt(self.s()),
-                    "provider": self.s(),
-                    "model": self.s(),
-                    "usage": self.opt(self.usage()),
-                    "stop_reason": self.opt(self.r.choice(_core.STOP_REASONS), nullable=False),
-                    "error_message": self.opt(self.s()),
-                    "timestamp": ts,
-                }
-            )
-        return self.obj(
-            {
+            fields = {"role": role, "content": content, "timestamp": ts}
+        elif role == "assistant":
+            fields = {
+                "role": role,
+                "content": self.blocks(["text", "thinking", "tool_call"]),
+                "api": self.opt(self.s()),
+                "provider": self.s(),
+                "model": self.s(),
+                "usage": self.opt(self.usage()),
+                "stop_reason": self.opt(self.r.choice(_core.STOP_REASONS), nullable=False),
+                "error_message": self.opt(self.s()),
+                "timestamp": ts,
+            }
+        elif role == "tool_result":
+            fields = {
                 "role": role,
                 "tool_call_id": self.s(),
                 "tool_name": self.s(),
                 "content": self.blocks(["text", "image"]),
-                "details": self.opt(self.r.choice([1, "d", [1, {"a": None}], {"k": {}}])),
+                "details": self.opt(self.details()),
                 "is_error": self.opt(self.r.random() < 0.5, nullable=False),
                 "timestamp": ts,
             }
-        )
+        elif role == "custom":
+            fields = {
+                "role": role,
+                "custom_type": self.s(),
+                "content": self.r.choice([self.s(), self.blocks(["text", "image"])]),
+                "display": self.opt(self.r.random() < 0.5, nullable=False),
+                "details": self.opt(self.details()),
+                "timestamp": ts,
+            }
+        elif role == "compaction_summary":
+            fields = {
+                "role": role,
+                "summary": self.s(),
+                "tokens_before": self.r.randrange(10**6),
+                "timestamp": ts,
+            }
+        else:
+            fields = {"role": role, "summary": self.s(), "from_id": self.s(), "timestamp": ts}
+        return self.obj(fields, tag_first=role_first)
+
+    def details(self) -> Any:
+        return self.r.choice([1, "d", [1, {"a": None}], {"k": {}}])
+
+    def fields(self, kind: str, parent: str) -> dict[str, Any]:
+        """The fields of an entry of type ``kind`` beyond the base ones (targets are
+        ``parent``)."""
+        if kind == "message":
+            return {"message": self.message()}
+        if kind == "thinking_level_change":
+            return {"thinking_level": self.r.choice(_core.THINKING_LEVELS)}
+        if kind == "model_change":
+            return {"provider": self.s(), "model_id": self.s()}
+        if kind == "active_tools_change":
+            return {"active_tool_names": [self.s() for _ in range(self.r.randrange(4))]}
+        if kind == "compaction":
+            tail = [self.message(role_first=True) for _ in range(self.r.randrange(3))]
+            return {
+                "summary": self.s(),
+                "first_kept_entry_id": self.r.choice([None, self.s()]),
+                "tokens_before": self.r.randrange(10**6),
+                "retained_tail": self.opt(tail),
+                "details": self.opt(self.details()),
+                "usage": self.opt(self.usage()),
+                "from_hook": self.opt(self.r.random() < 0.5, nullable=False),
+            }
+        if kind == "branch_summary":
+            return {
+                "from_id": self.s(),
+                "summary": self.s(),
+                "details": self.opt(self.details()),
+                "usage": self.opt(self.usage()),
+                "from_hook": self.opt(self.r.random() < 0.5, nullable=False),
+            }
+        if kind == "custom":
+            return {"custom_type": self.s(), "data": self.opt(self.details())}
+        if kind == "custom_message":
+            return {
+                "custom_type": self.s(),
+                "content": self.r.choice([self.s(), self.blocks(["text", "image"])]),
+                "details": self.opt(self.details()),
+                "display": self.opt(self.r.random() < 0.5, nullable=False),
+            }
+        if kind == "label":
+            return {"target_id": parent, "label": self.r.choice([None, self.s()])}
+        if kind == "session_info":
+            return {"name": self.r.choice([None, self.s()])}
+        assert kind == "leaf"
+        return {"target_id": self.r.choice([None, parent])}
 
     def entry(self, i: int, parent: str | None) -> dict[str, Any]:
+        kind = "message" if parent is None else self.r.choice(["message"] * 4 + [*_ENTRY_TYPES])
         return self.obj(
             {
-                "type": "message",
+                "type": kind,
                 "id": f"e{i}\u00e9",
                 "parent_id": parent,
                 "timestamp": TS,
-                "message": self.message(),
+                **self.fields(kind, parent or ""),
             }
         )
 
 
 _MISSING = object()
+_ENTRY_TYPES = _core.ENTRY_TYPES
 
 
 def _engine(lines: list[str]) -> _core.Engine:
@@ -195,8 +265,13 @@ ASSISTANT = (
         _line(USER, entry_id="a" * 65),
         _line(USER, entry_id="\u00e9" * 70),
         # Roles and types the builder leaves to Python.
-        _line('{"role":"custom","custom_type":"c","content":"x","timestamp":1}'),
         _line('{"role":"bash_execution","command":"ls"}'),
+        # A retained message whose role is not its first key, or is unknown.
+        '{"type":"compaction","id":"a1","parent_id":null,"timestamp":"T","summary":"s",'
+        '"first_kept_entry_id":null,"tokens_before":1,'
+        '"retained_tail":[{"content":"x","role":"user","timestamp":1}]}',
+        '{"type":"compaction","id":"a1","parent_id":null,"timestamp":"T","summary":"s",'
+        '"first_kept_entry_id":null,"tokens_before":1,"retained_tail":[{"role":"bash"}]}',
     ],
 )
 def test_what_the_builder_does_not_vouch_for_takes_the_dict_path(line: str) -> None:

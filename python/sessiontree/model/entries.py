@@ -55,16 +55,12 @@ from .messages import (
     _content_from_json,
     _content_to_json,
     _corrupt,
-    _extra_of,
-    _fast_init,
     _fmt,
     _invalid,
     _keep_extra,
     _preview_text,
     _reading,
     _short,
-    _trusted_message_readers,
-    _Untrusted,
     _usage_from_json,
     _usage_to_json,
     _Value,
@@ -1067,155 +1063,6 @@ def entry_from_json(raw: bytes | bytearray | memoryview | str) -> SessionTreeEnt
     return entry_from_dict(_loads(raw, "entry line"))
 
 
-# ------------------------------------------------------------------- entries: trusted reading
-
-_EntryReader = Callable[[Any], SessionTreeEntry]
-_trusted_reader: _EntryReader | None = None
-
-
-def _trusted_entry_reader() -> _EntryReader:
-    """A reader for the dicts the engine builds from its lines, made on first use.
-
-    For such a dict it returns what :func:`entry_from_dict` returns (equal, same types,
-    same unknown fields kept) but skips the constructors' checks, which the engine ran on
-    the line when it loaded or appended it. A dict it cannot vouch for (see
-    ``messages._Untrusted``), or that fails in any way, goes through
-    :func:`entry_from_dict`, so errors are the same too. Only for dicts from the engine.
-    """
-    global _trusted_reader
-    if _trusted_reader is None:
-        _trusted_reader = _make_trusted_entry_reader()
-    return _trusted_reader
-
-
-def _make_trusted_entry_reader() -> _EntryReader:
-    message, usage = _trusted_message_readers()
-    new_message_entry = _fast_init(MessageEntry)
-    message_keys = _ENTRY_READERS["message"][1]
-    extra_of = _extra_of
-    validated = entry_from_dict
-    # Ids above this many characters may be over MAX_ID_BYTES in UTF-8, and the engine's
-    # own limit is configurable: the validating path measures them.
-    short_id = MAX_ID_BYTES // 4
-
-    def flag(d: dict[str, Any], name: str, default: bool) -> bool:
-        # The engine reads a null ``from_hook``/``display`` as absent; the constructors
-        # refuse it.
-        value = d.get(name, default)
-        if value.__class__ is not bool:
-            raise _Untrusted
-        return value
-
-    def count(value: Any) -> int:
-        if value.__class__ is not int:
-            raise _Untrusted
-        return value
-
-    def text(value: Any) -> str:
-        # Block content (pi's custom messages) goes through the validating path.
-        if value.__class__ is not str:
-            raise _Untrusted
-        return value
-
-    # Rare types: keyword calls for clarity. ``d[...]`` is used wherever the validating path
-    # requires the key, so a missing one (which the engine tolerates) fails over to it.
-    simple: dict[str, tuple[Callable[..., Any], Callable[[dict[str, Any]], dict[str, Any]]]] = {
-        "thinking_level_change": (
-            _fast_init(ThinkingLevelChangeEntry),
-            lambda d: {"thinking_level": d["thinking_level"]},
-        ),
-        "model_change": (
-            _fast_init(ModelChangeEntry),
-            lambda d: {"provider": d["provider"], "model_id": d["model_id"]},
-        ),
-        "active_tools_change": (
-            _fast_init(ActiveToolsChangeEntry),
-            lambda d: {"active_tool_names": tuple(d["active_tool_names"])},
-        ),
-        "compaction": (
-            _fast_init(CompactionEntry),
-            lambda d: {
-                "summary": d["summary"],
-                "first_kept_entry_id": d["first_kept_entry_id"],
-                "tokens_before": count(d["tokens_before"]),
-                "retained_tail": None
-                if d.get("retained_tail") is None
-                else tuple([message(m) for m in d["retained_tail"]]),
-                "details": d.get("details"),
-                "usage": None if d.get("usage") is None else usage(d["usage"]),
-                "from_hook": flag(d, "from_hook", False),
-            },
-        ),
-        "branch_summary": (
-            _fast_init(BranchSummaryEntry),
-            lambda d: {
-                "from_id": d["from_id"],
-                "summary": d["summary"],
-                "details": d.get("details"),
-                "usage": None if d.get("usage") is None else usage(d["usage"]),
-                "from_hook": flag(d, "from_hook", False),
-            },
-        ),
-        "custom": (
-            _fast_init(CustomEntry),
-            lambda d: {"custom_type": d["custom_type"], "data": d.get("data")},
-        ),
-        "custom_message": (
-            _fast_init(CustomMessageEntry),
-            lambda d: {
-                "custom_type": d["custom_type"],
-                "content": text(d["content"]),
-                "details": d.get("details"),
-                "display": flag(d, "display", True),
-            },
-        ),
-        "label": (
-            _fast_init(LabelEntry),
-            lambda d: {"target_id": d["target_id"], "label": d["label"]},
-        ),
-        "session_info": (_fast_init(SessionInfoEntry), lambda d: {"name": d["name"]}),
-        "leaf": (_fast_init(LeafEntry), lambda d: {"target_id": d["target_id"]}),
-    }
-    new_unknown = _fast_init(UnknownEntry)
-
-    def read(d: Any) -> SessionTreeEntry:
-        try:
-            kind = d["type"]
-            entry_id = d["id"]
-            if len(entry_id) > short_id:
-                raise _Untrusted
-            if kind == "message":
-                return new_message_entry(
-                    entry_id,
-                    d["parent_id"],
-                    d["timestamp"],
-                    message(d["message"]),
-                    None if d.keys() <= message_keys else extra_of(d, message_keys),
-                )
-            spec = simple.get(kind)
-            if spec is None:
-                return new_unknown(
-                    id=entry_id,
-                    parent_id=d["parent_id"],
-                    timestamp=d["timestamp"],
-                    type=kind,
-                    data=d,
-                )
-            keys = _ENTRY_READERS[kind][1]
-            return spec[0](  # type: ignore[no-any-return]
-                id=entry_id,
-                parent_id=d["parent_id"],
-                timestamp=d["timestamp"],
-                _extra=None if d.keys() <= keys else extra_of(d, keys),
-                **spec[1](d),
-            )
-        except Exception:
-            # _Untrusted, or a dict the engine did not shape (KeyError, TypeError, ...).
-            return validated(d)
-
-    return read
-
-
 # ------------------------------------------------------------------- entries: filled late
 
 
@@ -1231,7 +1078,7 @@ def _fill(obj: Any, src: Any) -> None:
     """
     fresh = src.build()
     if fresh.__class__ is dict:
-        fresh = _trusted_entry_reader()(fresh)
+        fresh = entry_from_dict(fresh)
     if fresh.id != src.id:
         raise SessionError(
             "modified_externally",

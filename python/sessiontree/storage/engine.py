@@ -19,7 +19,7 @@ from ..model.entries import (
     MessageEntry,
     SessionHeader,
     SessionTreeEntry,
-    _trusted_entry_reader,
+    entry_from_dict,
     entry_from_json,
     entry_to_json,
     header_from_dict,
@@ -139,11 +139,12 @@ _STAMPING: Final = ("append_entry", "create_entry_id", "get_leaf_id")
 def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[SessionTreeEntry]:
     """Entries from ``Engine.entries``/``path_entries``, with no second JSON parse in Python.
 
-    The engine validated every line's fields when it loaded or appended it. It hands most
-    entries out as objects (unread until first use, or built from their line) and the rest
-    as dicts, at the positions it names, which become entries here without a second
-    validation (``entries._trusted_entry_reader``; generated on first use, so a read the
-    engine served entirely never pays for it).
+    The engine validated every line's fields when it loaded or appended it. It hands the
+    entries out as objects (unread until first use, or built from their line by
+    ``rust/py/build.rs``, for every type and role of the model table); the few it does not
+    vouch for (an integer wider than 64 bits, a long id, an unknown type or role) come as
+    dicts, at the positions it names, and are built here by the validating reader,
+    :func:`~sessiontree.model.entries.entry_from_dict`.
 
     The cyclic garbage collector is paused for the call: building thousands of (acyclic)
     objects otherwise triggers repeated full collections that cost about a third of the
@@ -154,10 +155,8 @@ def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[Sess
         gc.disable()
     try:
         entries, dicts = fetch()
-        if dicts:
-            read = _trusted_entry_reader()
-            for i in dicts:
-                entries[i] = read(entries[i])
+        for i in dicts:
+            entries[i] = entry_from_dict(entries[i])
         return entries
     finally:
         if paused:

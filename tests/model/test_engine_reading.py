@@ -1,6 +1,6 @@
-"""Entries built from engine dicts (without re-validation) equal the entries the validating
-path builds, for every entry type and message role; where the engine is laxer than the
-constructors, both paths raise the same error."""
+"""Entries the engine reads (built without re-validation, rust/py/build.rs) equal the entries
+the validating path builds, for every entry type and message role; where the engine is
+laxer than the constructors, both paths raise the same error."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def _lines() -> list[str]:
     return out
 
 
-def test_trusted_entries_equal_validated_entries() -> None:
+def test_engine_entries_equal_validated_entries() -> None:
     lines = _lines()
     storage = st.InMemorySessionStorage.from_jsonl(
         HEADER + "\n".join(lines).encode() + b"\n", strict=True
