@@ -57,11 +57,13 @@ DURABILITY_MODES: Final[tuple[str, ...]]
 """The durability modes, weakest first."""
 
 _ModelField: TypeAlias = tuple[
-    str, str, str, bool, bool, bool, tuple[str, ...] | str | None, str | None
+    str, str, str, bool, bool, bool, tuple[str, ...] | str | None, str | None, str | None
 ]
 """One field of the model: ``(key, attr, kind, required, nullable, omit_if_default, arg,
-default)``; ``arg`` is the allowed values (``one_of``, ``blocks``, ``str_or_blocks``) or the
-nested class name, ``default`` the JSON text a missing optional field reads as."""
+default, rule)``; ``arg`` is the allowed values (``one_of``, ``blocks``, ``str_or_blocks``)
+or the nested class name, ``default`` the JSON text a missing optional field reads as,
+``rule`` what a constructor refuses beyond the kind (``not_empty``, ``non_negative``,
+``image_mime``, ``id``) or ``None``."""
 _ModelType: TypeAlias = tuple[str, str | None, str | None, tuple[_ModelField, ...]]
 """One type of the model: ``(class, tag_key, tag_value, fields)``."""
 MODEL: Final[tuple[_ModelType, ...]]

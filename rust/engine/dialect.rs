@@ -107,6 +107,7 @@ const fn field(key: &'static str, kind: FieldKind) -> model::FieldDef {
         presence: model::Presence::Optional(model::DefaultValue::Null),
         nullable: true,
         write: model::Write::OmitDefault,
+        rule: model::Rule::None,
     }
 }
 

@@ -104,6 +104,36 @@ pub enum Write {
     OmitDefault,
 }
 
+/// What a Python constructor refuses beyond the field's kind: values a user can get wrong.
+/// Readers do not apply these rules (a file written by an earlier version may hold such a
+/// value, and it loads), except [`Rule::Id`], which `line.rs` applies to every entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Nothing beyond the kind.
+    None,
+    /// A string that is not empty (`provider`, `model`).
+    NotEmpty,
+    /// A count or an amount of money that is not negative (a number must also be finite).
+    NonNegative,
+    /// A MIME type of the form `image/...`.
+    ImageMime,
+    /// An entry id: not empty, and at most `MAX_ID_BYTES` UTF-8 bytes.
+    Id,
+}
+
+impl Rule {
+    /// The rule's name in `sessiontree._core.MODEL` (None for [`Rule::None`]).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Rule::None => None,
+            Rule::NotEmpty => Some("not_empty"),
+            Rule::NonNegative => Some("non_negative"),
+            Rule::ImageMime => Some("image_mime"),
+            Rule::Id => Some("id"),
+        }
+    }
+}
+
 /// One field of a type.
 #[derive(Debug, Clone, Copy)]
 pub struct FieldDef {
@@ -119,6 +149,8 @@ pub struct FieldDef {
     pub nullable: bool,
     /// How a writer writes it.
     pub write: Write,
+    /// What a constructor refuses beyond the kind.
+    pub rule: Rule,
 }
 
 impl FieldDef {
@@ -147,6 +179,11 @@ impl FieldDef {
             ..self
         }
     }
+
+    /// The same field, with a constructor rule.
+    const fn rule(self, rule: Rule) -> FieldDef {
+        FieldDef { rule, ..self }
+    }
 }
 
 /// A field a reader requires.
@@ -158,6 +195,7 @@ const fn req(key: &'static str, kind: FieldKind) -> FieldDef {
         presence: Presence::Required,
         nullable: false,
         write: Write::Always,
+        rule: Rule::None,
     }
 }
 
@@ -170,6 +208,7 @@ const fn opt(key: &'static str, kind: FieldKind, default: DefaultValue) -> Field
         presence: Presence::Optional(default),
         nullable: false,
         write: Write::Always,
+        rule: Rule::None,
     }
 }
 
@@ -246,7 +285,10 @@ pub static IMAGE: TypeDef = TypeDef {
     class: "ImageContent",
     tag: Some(("type", "image")),
     doc: "An image, base64-encoded.",
-    fields: &[req("data", K::Str), req("mime_type", K::Str)],
+    fields: &[
+        req("data", K::Str),
+        req("mime_type", K::Str).rule(Rule::ImageMime),
+    ],
 };
 
 /// `{"type":"tool_call"}`
@@ -269,11 +311,11 @@ pub static COST: TypeDef = TypeDef {
     tag: None,
     doc: "Money spent on one call, per token class.",
     fields: &[
-        opt("input", K::Number, D::Zero),
-        opt("output", K::Number, D::Zero),
-        opt("cache_read", K::Number, D::Zero),
-        opt("cache_write", K::Number, D::Zero),
-        opt("total", K::Number, D::Zero),
+        opt("input", K::Number, D::Zero).rule(Rule::NonNegative),
+        opt("output", K::Number, D::Zero).rule(Rule::NonNegative),
+        opt("cache_read", K::Number, D::Zero).rule(Rule::NonNegative),
+        opt("cache_write", K::Number, D::Zero).rule(Rule::NonNegative),
+        opt("total", K::Number, D::Zero).rule(Rule::NonNegative),
     ],
 };
 
@@ -283,11 +325,11 @@ pub static USAGE: TypeDef = TypeDef {
     tag: None,
     doc: "Token counts and cost of one model call.",
     fields: &[
-        opt("input", K::Int, D::Zero),
-        opt("output", K::Int, D::Zero),
-        opt("cache_read", K::Int, D::Zero),
-        opt("cache_write", K::Int, D::Zero),
-        opt("total_tokens", K::Int, D::Zero),
+        opt("input", K::Int, D::Zero).rule(Rule::NonNegative),
+        opt("output", K::Int, D::Zero).rule(Rule::NonNegative),
+        opt("cache_read", K::Int, D::Zero).rule(Rule::NonNegative),
+        opt("cache_write", K::Int, D::Zero).rule(Rule::NonNegative),
+        opt("total_tokens", K::Int, D::Zero).rule(Rule::NonNegative),
         opt("cost", K::Nested(&COST), D::Empty).or_null(),
     ],
 };
@@ -313,8 +355,8 @@ pub static ASSISTANT: TypeDef = TypeDef {
     fields: &[
         req("content", K::Blocks(ASSISTANT_BLOCKS)),
         opt("api", K::Str, D::Null).or_null(),
-        req("provider", K::Str),
-        req("model", K::Str),
+        req("provider", K::Str).rule(Rule::NotEmpty),
+        req("model", K::Str).rule(Rule::NotEmpty),
         opt("usage", K::Nested(&USAGE), D::Empty).or_null(),
         opt("stop_reason", K::OneOf(STOP_REASONS), D::Str("stop")),
         opt("error_message", K::Str, D::Null).or_null(),
@@ -358,7 +400,7 @@ pub static COMPACTION_SUMMARY: TypeDef = TypeDef {
     doc: "The summary that stands in for the entries a compaction dropped.",
     fields: &[
         req("summary", K::Str),
-        req("tokens_before", K::Int),
+        req("tokens_before", K::Int).rule(Rule::NonNegative),
         req("timestamp", K::TimestampMs),
     ],
 };
@@ -384,7 +426,7 @@ pub static ENTRY_BASE: TypeDef = TypeDef {
     tag: None,
     doc: "The common base of every entry.",
     fields: &[
-        req("id", K::Str),
+        req("id", K::Str).rule(Rule::Id),
         req("parent_id", K::Str).or_null(),
         req("timestamp", K::Str),
     ],
@@ -411,7 +453,10 @@ pub static MODEL_CHANGE: TypeDef = TypeDef {
     class: "ModelChangeEntry",
     tag: Some(("type", "model_change")),
     doc: "Sets the model from here on.",
-    fields: &[req("provider", K::Str), req("model_id", K::Str)],
+    fields: &[
+        req("provider", K::Str).rule(Rule::NotEmpty),
+        req("model_id", K::Str).rule(Rule::NotEmpty),
+    ],
 };
 
 /// `{"type":"active_tools_change"}`
@@ -430,7 +475,7 @@ pub static COMPACTION: TypeDef = TypeDef {
     fields: &[
         req("summary", K::Str),
         req("first_kept_entry_id", K::Str).or_null(),
-        req("tokens_before", K::Int),
+        req("tokens_before", K::Int).rule(Rule::NonNegative),
         opt("retained_tail", K::Messages, D::Null).or_null(),
         any("details"),
         opt("usage", K::Nested(&USAGE), D::Null).or_null(),

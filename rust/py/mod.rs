@@ -1011,9 +1011,10 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// The model table (`engine::model`) as plain tuples: one
 /// `(class, tag_key, tag_value, fields)` per type, each field
-/// `(key, attr, kind, required, nullable, omit_if_default, arg, default)` where `arg` is
-/// the allowed values (`one_of`, `blocks`, `str_or_blocks`) or the nested class name, and
-/// `default` the JSON text a missing optional field reads as (`None` when required).
+/// `(key, attr, kind, required, nullable, omit_if_default, arg, default, rule)` where `arg`
+/// is the allowed values (`one_of`, `blocks`, `str_or_blocks`) or the nested class name,
+/// `default` the JSON text a missing optional field reads as (`None` when required), and
+/// `rule` what a constructor refuses beyond the kind (`model::Rule`, `None` for none).
 fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
     use crate::engine::model::{DefaultValue, FieldDef, FieldKind, Presence, TypeDef, Write};
 
@@ -1046,6 +1047,7 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
             f.write == Write::OmitDefault,
             arg,
             default,
+            f.rule.name(),
         )
             .into_pyobject(py)
     }

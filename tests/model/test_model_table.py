@@ -13,11 +13,13 @@ import json
 from typing import Any
 
 import pytest
+from test_entries import sample_entries
 
 import sessiontree
 from sessiontree import _core
 from sessiontree._util import now_ms
-from sessiontree.model import entries, messages
+from sessiontree.model import _table, entries, messages
+from sessiontree.model.entries import entry_to_json
 
 _TYPES = {t[0]: t for t in _core.MODEL}
 _BASE = _TYPES["SessionTreeEntry"]
@@ -91,7 +93,7 @@ def test_required_fields_have_no_default(name: str) -> None:
 
 
 def _expected_default(field: tuple[Any, ...]) -> object:
-    _key, _attr, kind, _req, _null, _omit, arg, default = field
+    _key, _attr, kind, _req, _null, _omit, arg, default, _rule = field
     if default == "{}":
         # The nested type with every field at its default.
         assert kind == "nested"
@@ -120,46 +122,48 @@ def _by_tag(group: str) -> dict[str, str]:
     return {t[2]: t[0] for t in _core.MODEL if t[1] == group and t[2] is not None}
 
 
-_BLOCK_CLASSES = {"TextContent", "ThinkingContent", "ImageContent", "ToolCall"}
+def _spec(name: str) -> _table.Spec:
+    spec = _table.spec_of(_class(name))
+    assert spec is not None and spec.cls is _class(name)
+    return spec
 
 
-def test_block_reader_keys() -> None:
-    blocks = {tag: name for tag, name in _by_tag("type").items() if name in _BLOCK_CLASSES}
-    assert set(messages._BLOCK_KEYS) == set(blocks)
-    for tag, name in blocks.items():
-        assert messages._BLOCK_KEYS[tag] == {"type", *_keys(name)}, tag
+@pytest.mark.parametrize("name", [n for n in _TYPES if n != "SessionTreeEntry"])
+def test_the_codec_knows_the_table_keys(name: str) -> None:
+    tag_key = _TYPES[name][1]
+    cls = _class(name)
+    entry = issubclass(cls, entries.SessionTreeEntry)
+    base = {f[0] for f in _BASE[3]} if entry else set()
+    assert _spec(name).keys == {*_keys(name), *base, *([tag_key] if tag_key else [])}
+    attrs = [f.attr for f in _spec(name).fields]
+    assert attrs == [*(_BASE_ATTRS if entry else ()), *(f[1] for f in _TYPES[name][3])]
 
 
-def test_usage_reader_keys() -> None:
-    assert _keys("Cost") == messages._COST_KEYS
-    assert _keys("Usage") == messages._USAGE_KEYS
-
-
-def test_message_reader_keys() -> None:
+def test_tags_name_the_classes() -> None:
     roles = _by_tag("role")
     assert tuple(roles) == messages.MESSAGE_ROLES
-    assert set(messages._MESSAGE_KEYS) == set(roles)
     for role, name in roles.items():
-        assert messages._MESSAGE_KEYS[role] == {"role", *_keys(name)}, role
         assert _class(name).role.fget(None) == role
-
-
-def test_entry_reader_keys() -> None:
-    base = {"type", *(f[0] for f in _BASE[3])}
-    assert base == {"type", "id", "parent_id", "timestamp"}
+        assert _table.by_tag("role", role) is _class(name)
     kinds = {tag: name for tag, name in _by_tag("type").items() if name.endswith("Entry")}
     assert tuple(kinds) == entries.ENTRY_TYPES
-    assert set(entries._ENTRY_READERS) == set(kinds)
     for kind, name in kinds.items():
-        _reader, keys = entries._ENTRY_READERS[kind]
-        assert keys == {*base, *_keys(name)}, kind
         assert issubclass(_class(name), entries.SessionTreeEntry)
-
-
-def test_header_reader_keys() -> None:
+        assert _table.by_tag("type", kind) is _class(name)
     header = _TYPES["SessionHeader"]
     assert (header[1], header[2]) == ("type", "session")
-    assert {"type", *_keys("SessionHeader")} == entries._HEADER_KEYS
+
+
+def test_unknown_keys_are_kept_and_known_ones_are_not() -> None:
+    # Every sample entry, read back with a key of its own and one for each nested object.
+    for entry in sample_entries():
+        if isinstance(entry, entries.UnknownEntry):
+            continue  # kept whole, in ``data``
+        d = json.loads(entry_to_json(entry))
+        d["x_new"] = [1]
+        back = entries.entry_from_dict(d)
+        assert back == entry and back._extra == {"x_new": [1]}, type(entry).__name__
+        assert json.loads(entry_to_json(back)) == d
 
 
 def test_allowed_values_are_the_public_constants() -> None:

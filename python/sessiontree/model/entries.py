@@ -36,35 +36,21 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
 from .._frozen import frozen
-from .._util import iso_to_datetime, model_keys, now_iso, uuid7
+from .._util import iso_to_datetime, now_iso, uuid7
 from ..errors import SessionError
+from . import _table
 from .messages import (
-    _MESSAGE_CLASSES,
     _SRC,
     AgentMessage,
     Usage,
     UserContentBlock,
-    _check_bool,
-    _check_count,
-    _check_int,
-    _check_json_keys,
-    _check_not_empty,
-    _check_opt_str,
-    _check_str,
-    _check_user_content,
-    _content_from_json,
-    _content_to_json,
     _corrupt,
     _fmt,
     _invalid,
-    _keep_extra,
     _preview_text,
     _reading,
     _short,
-    _usage_from_json,
-    _usage_to_json,
     _Value,
-    message_from_dict,
     message_to_dict,
 )
 
@@ -118,33 +104,6 @@ ENTRY_TYPES: Final[tuple[str, ...]] = _core.ENTRY_TYPES
 """The entry ``type`` values this version knows; any other loads as :class:`UnknownEntry`."""
 
 
-# --------------------------------------------------------------------------- validation
-
-
-def _check_id(obj: object, name: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise _invalid(obj, name, "a non-empty str", value)
-    # Four UTF-8 bytes per character at most, so short ids skip the encode.
-    if len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8", "surrogatepass")) > (
-        MAX_ID_BYTES
-    ):
-        raise SessionError(
-            "limit_exceeded",
-            f"{type(obj).__name__}.{name} is longer than {MAX_ID_BYTES} UTF-8 bytes",
-        )
-
-
-def _check_base(e: SessionTreeEntry) -> None:
-    _check_id(e, "id", e.id)
-    _check_opt_str(e, "parent_id", e.parent_id)
-    _check_str(e, "timestamp", e.timestamp)
-
-
-def _check_usage(obj: object, value: object) -> None:
-    if value is not None and not isinstance(value, Usage):
-        raise _invalid(obj, "usage", "a Usage or None", value)
-
-
 # --------------------------------------------------------------------------- entry classes
 
 
@@ -176,7 +135,8 @@ class SessionTreeEntry(_Value):
     def __post_init__(self) -> None:
         if self.__class__ is SessionTreeEntry:
             raise TypeError("SessionTreeEntry is abstract; build a concrete entry class")
-        _check_base(self)
+        # Every field, the base ones first, by its kind and rule in the model table.
+        _table.check(self)
 
 
 @frozen(repr=False)
@@ -198,11 +158,6 @@ class MessageEntry(SessionTreeEntry):
     def type(self) -> Literal["message"]:
         """``"message"``."""
         return "message"
-
-    def __post_init__(self) -> None:
-        _check_base(self)
-        if not isinstance(self.message, _MESSAGE_CLASSES):
-            raise _invalid(self, "message", "a message", self.message)
 
     def __repr__(self) -> str:
         return (
@@ -226,15 +181,6 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
         """``"thinking_level_change"``."""
         return "thinking_level_change"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        if self.thinking_level not in THINKING_LEVELS:
-            raise SessionError(
-                "invalid_argument",
-                f"ThinkingLevelChangeEntry.thinking_level must be one of "
-                f"{', '.join(THINKING_LEVELS)}, got {self.thinking_level!r}",
-            )
-
 
 @frozen(repr=False)
 class ModelChangeEntry(SessionTreeEntry):
@@ -253,13 +199,6 @@ class ModelChangeEntry(SessionTreeEntry):
         """``"model_change"``."""
         return "model_change"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "provider", self.provider)
-        _check_not_empty(self, "provider", self.provider)
-        _check_str(self, "model_id", self.model_id)
-        _check_not_empty(self, "model_id", self.model_id)
-
 
 @frozen(repr=False)
 class ActiveToolsChangeEntry(SessionTreeEntry):
@@ -275,29 +214,6 @@ class ActiveToolsChangeEntry(SessionTreeEntry):
     def type(self) -> Literal["active_tools_change"]:
         """``"active_tools_change"``."""
         return "active_tools_change"
-
-    def __post_init__(self) -> None:
-        _check_base(self)
-        names = self.active_tool_names
-        if isinstance(names, list):
-            names = tuple(names)
-            object.__setattr__(self, "active_tool_names", names)
-        elif not isinstance(names, tuple):
-            raise _invalid(self, "active_tool_names", "a list of str", names)
-        for name in names:
-            if not isinstance(name, str):
-                raise _invalid(self, "active_tool_names items", "str", name)
-
-
-def _check_messages(obj: object, name: str, value: object) -> tuple[AgentMessage, ...]:
-    if isinstance(value, list):
-        value = tuple(value)
-    elif not isinstance(value, tuple):
-        raise _invalid(obj, name, "a list of messages or None", value)
-    for item in value:
-        if not isinstance(item, _MESSAGE_CLASSES):
-            raise _invalid(obj, f"{name} items", "messages", item)
-    return value
 
 
 @frozen(repr=False)
@@ -328,21 +244,6 @@ class CompactionEntry(SessionTreeEntry):
         """``"compaction"``."""
         return "compaction"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "summary", self.summary)
-        _check_opt_str(self, "first_kept_entry_id", self.first_kept_entry_id)
-        _check_int(self, "tokens_before", self.tokens_before)
-        _check_count(self, "tokens_before", self.tokens_before)
-        tail = self.retained_tail
-        if tail is not None:
-            checked = _check_messages(self, "retained_tail", tail)
-            if checked is not tail:
-                object.__setattr__(self, "retained_tail", checked)
-        _check_json_keys(self, "details", self.details)
-        _check_usage(self, self.usage)
-        _check_bool(self, "from_hook", self.from_hook)
-
 
 @frozen(repr=False)
 class BranchSummaryEntry(SessionTreeEntry):
@@ -367,14 +268,6 @@ class BranchSummaryEntry(SessionTreeEntry):
         """``"branch_summary"``."""
         return "branch_summary"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "from_id", self.from_id)
-        _check_str(self, "summary", self.summary)
-        _check_json_keys(self, "details", self.details)
-        _check_usage(self, self.usage)
-        _check_bool(self, "from_hook", self.from_hook)
-
 
 @frozen(repr=False)
 class CustomEntry(SessionTreeEntry):
@@ -392,11 +285,6 @@ class CustomEntry(SessionTreeEntry):
     def type(self) -> Literal["custom"]:
         """``"custom"``."""
         return "custom"
-
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "custom_type", self.custom_type)
-        _check_json_keys(self, "data", self.data)
 
 
 @frozen(repr=False)
@@ -421,13 +309,6 @@ class CustomMessageEntry(SessionTreeEntry):
         """``"custom_message"``."""
         return "custom_message"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "custom_type", self.custom_type)
-        _check_user_content(self)
-        _check_json_keys(self, "details", self.details)
-        _check_bool(self, "display", self.display)
-
 
 @frozen(repr=False)
 class LabelEntry(SessionTreeEntry):
@@ -446,11 +327,6 @@ class LabelEntry(SessionTreeEntry):
         """``"label"``."""
         return "label"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "target_id", self.target_id)
-        _check_opt_str(self, "label", self.label)
-
 
 @frozen(repr=False)
 class SessionInfoEntry(SessionTreeEntry):
@@ -467,10 +343,6 @@ class SessionInfoEntry(SessionTreeEntry):
         """``"session_info"``."""
         return "session_info"
 
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_opt_str(self, "name", self.name)
-
 
 @frozen(repr=False)
 class LeafEntry(SessionTreeEntry):
@@ -486,10 +358,6 @@ class LeafEntry(SessionTreeEntry):
     def type(self) -> Literal["leaf"]:
         """``"leaf"``."""
         return "leaf"
-
-    def __post_init__(self) -> None:
-        _check_base(self)
-        _check_opt_str(self, "target_id", self.target_id)
 
 
 @frozen(repr=False)
@@ -508,9 +376,11 @@ class UnknownEntry(SessionTreeEntry):
     data: dict[str, Any]
 
     def __post_init__(self) -> None:
-        _check_base(self)
-        _check_str(self, "type", self.type)
-        if self.type in _ENTRY_READERS:
+        # The base fields by the model table; the rest is whatever the type's writer wrote.
+        _table.check(self)
+        if not isinstance(self.type, str):
+            raise _invalid(self, "type", "a str", self.type)
+        if self.type in ENTRY_TYPES:
             raise SessionError(
                 "invalid_argument",
                 f"UnknownEntry.type {self.type!r} is a known type; use its entry class",
@@ -518,7 +388,7 @@ class UnknownEntry(SessionTreeEntry):
         data = self.data
         if not isinstance(data, dict):
             raise _invalid(self, "data", "a dict", data)
-        _check_json_keys(self, "data", data)
+        _table.json_keys(self, "data", data)
         if (
             data.get("type") != self.type
             or data.get("id") != self.id
@@ -636,156 +506,10 @@ def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
         raise _corrupt(f"{what} is nested too deeply") from None
 
 
-# --------------------------------------------------------------------------- entries: writing
-
-_EntryWriter = Callable[[Any], dict[str, Any]]
-
-
-def _message_entry_to_json(e: MessageEntry) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "message": message_to_dict(e.message),
-    }
-
-
-def _thinking_level_to_json(e: ThinkingLevelChangeEntry) -> dict[str, Any]:
-    return {
-        "type": "thinking_level_change",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "thinking_level": e.thinking_level,
-    }
-
-
-def _model_change_to_json(e: ModelChangeEntry) -> dict[str, Any]:
-    return {
-        "type": "model_change",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "provider": e.provider,
-        "model_id": e.model_id,
-    }
-
-
-def _active_tools_to_json(e: ActiveToolsChangeEntry) -> dict[str, Any]:
-    return {
-        "type": "active_tools_change",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "active_tool_names": list(e.active_tool_names),
-    }
-
-
-def _compaction_to_json(e: CompactionEntry) -> dict[str, Any]:
-    tail = e.retained_tail
-    return {
-        "type": "compaction",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "summary": e.summary,
-        "first_kept_entry_id": e.first_kept_entry_id,
-        "tokens_before": e.tokens_before,
-        "retained_tail": None if tail is None else [message_to_dict(m) for m in tail],
-        "details": e.details,
-        "usage": None if e.usage is None else _usage_to_json(e.usage),
-        "from_hook": e.from_hook,
-    }
-
-
-def _branch_summary_to_json(e: BranchSummaryEntry) -> dict[str, Any]:
-    return {
-        "type": "branch_summary",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "from_id": e.from_id,
-        "summary": e.summary,
-        "details": e.details,
-        "usage": None if e.usage is None else _usage_to_json(e.usage),
-        "from_hook": e.from_hook,
-    }
-
-
-def _custom_to_json(e: CustomEntry) -> dict[str, Any]:
-    return {
-        "type": "custom",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "custom_type": e.custom_type,
-        "data": e.data,
-    }
-
-
-def _custom_message_to_json(e: CustomMessageEntry) -> dict[str, Any]:
-    return {
-        "type": "custom_message",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "custom_type": e.custom_type,
-        "content": _content_to_json(e.content),
-        "details": e.details,
-        "display": e.display,
-    }
-
-
-def _label_to_json(e: LabelEntry) -> dict[str, Any]:
-    return {
-        "type": "label",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "target_id": e.target_id,
-        "label": e.label,
-    }
-
-
-def _session_info_to_json(e: SessionInfoEntry) -> dict[str, Any]:
-    return {
-        "type": "session_info",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "name": e.name,
-    }
-
-
-def _leaf_to_json(e: LeafEntry) -> dict[str, Any]:
-    return {
-        "type": "leaf",
-        "id": e.id,
-        "parent_id": e.parent_id,
-        "timestamp": e.timestamp,
-        "target_id": e.target_id,
-    }
-
-
-def _unknown_to_json(e: UnknownEntry) -> dict[str, Any]:
-    return e.data
-
-
-_ENTRY_WRITERS: Final[dict[type, _EntryWriter]] = {
-    MessageEntry: _message_entry_to_json,
-    ThinkingLevelChangeEntry: _thinking_level_to_json,
-    ModelChangeEntry: _model_change_to_json,
-    ActiveToolsChangeEntry: _active_tools_to_json,
-    CompactionEntry: _compaction_to_json,
-    BranchSummaryEntry: _branch_summary_to_json,
-    CustomEntry: _custom_to_json,
-    CustomMessageEntry: _custom_message_to_json,
-    LabelEntry: _label_to_json,
-    SessionInfoEntry: _session_info_to_json,
-    LeafEntry: _leaf_to_json,
-    UnknownEntry: _unknown_to_json,
-}
+# --------------------------------------------------------------------------- entries: JSON
+#
+# Written and read by the model table (``_table``; the classes are registered with it
+# below the header).
 
 
 def entry_to_dict(entry: SessionTreeEntry) -> dict[str, Any]:
@@ -807,16 +531,9 @@ def entry_to_dict(entry: SessionTreeEntry) -> dict[str, Any]:
     >>> entry_to_dict(LeafEntry(id="c3", parent_id="b2", timestamp="T", target_id="a1"))
     {'type': 'leaf', 'id': 'c3', 'parent_id': 'b2', 'timestamp': 'T', 'target_id': 'a1'}
     """
-    cls = type(entry)
-    writer = _ENTRY_WRITERS.get(cls)
-    if writer is None:
-        writer = next((_ENTRY_WRITERS[b] for b in cls.__mro__ if b in _ENTRY_WRITERS), None)
-        if writer is None:
-            raise SessionError("invalid_argument", f"not a session entry: {cls.__name__}")
-    d = writer(entry)
-    if entry._extra:
-        d.update(entry._extra)
-    return d
+    if not isinstance(entry, SessionTreeEntry) or entry.__class__ is SessionTreeEntry:
+        raise SessionError("invalid_argument", f"not a session entry: {type(entry).__name__}")
+    return _table.to_json(entry)
 
 
 def entry_to_json(entry: SessionTreeEntry) -> bytes:
@@ -854,147 +571,6 @@ def entry_to_json(entry: SessionTreeEntry) -> bytes:
 # --------------------------------------------------------------------------- entries: reading
 
 
-def _messages_from_json(value: Any) -> Any:
-    """Parse a list of messages; anything else is returned for the constructor to reject."""
-    if isinstance(value, list):
-        return tuple([message_from_dict(m) for m in value])
-    return value
-
-
-def _message_entry_from_json(d: dict[str, Any]) -> MessageEntry:
-    return MessageEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        message=message_from_dict(d["message"]),
-    )
-
-
-def _thinking_level_from_json(d: dict[str, Any]) -> ThinkingLevelChangeEntry:
-    return ThinkingLevelChangeEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        thinking_level=d["thinking_level"],
-    )
-
-
-def _model_change_from_json(d: dict[str, Any]) -> ModelChangeEntry:
-    return ModelChangeEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        provider=d["provider"],
-        model_id=d["model_id"],
-    )
-
-
-def _active_tools_from_json(d: dict[str, Any]) -> ActiveToolsChangeEntry:
-    return ActiveToolsChangeEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        active_tool_names=d["active_tool_names"],
-    )
-
-
-def _compaction_from_json(d: dict[str, Any]) -> CompactionEntry:
-    tail = d.get("retained_tail")
-    usage = d.get("usage")
-    return CompactionEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        summary=d["summary"],
-        first_kept_entry_id=d["first_kept_entry_id"],
-        tokens_before=d["tokens_before"],
-        retained_tail=None if tail is None else _messages_from_json(tail),
-        details=d.get("details"),
-        usage=None if usage is None else _usage_from_json(usage),
-        from_hook=d.get("from_hook", False),
-    )
-
-
-def _branch_summary_from_json(d: dict[str, Any]) -> BranchSummaryEntry:
-    usage = d.get("usage")
-    return BranchSummaryEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        from_id=d["from_id"],
-        summary=d["summary"],
-        details=d.get("details"),
-        usage=None if usage is None else _usage_from_json(usage),
-        from_hook=d.get("from_hook", False),
-    )
-
-
-def _custom_from_json(d: dict[str, Any]) -> CustomEntry:
-    return CustomEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        custom_type=d["custom_type"],
-        data=d.get("data"),
-    )
-
-
-def _custom_message_from_json(d: dict[str, Any]) -> CustomMessageEntry:
-    return CustomMessageEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        custom_type=d["custom_type"],
-        content=_content_from_json(d["content"]),
-        details=d.get("details"),
-        display=d.get("display", True),
-    )
-
-
-def _label_from_json(d: dict[str, Any]) -> LabelEntry:
-    return LabelEntry(
-        id=d["id"],
-        parent_id=d["parent_id"],
-        timestamp=d["timestamp"],
-        target_id=d["target_id"],
-        label=d["label"],
-    )
-
-
-def _session_info_from_json(d: dict[str, Any]) -> SessionInfoEntry:
-    return SessionInfoEntry(
-        id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"], name=d["name"]
-    )
-
-
-def _leaf_from_json(d: dict[str, Any]) -> LeafEntry:
-    return LeafEntry(
-        id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"], target_id=d["target_id"]
-    )
-
-
-# The keys each entry type knows (the base fields included), from the engine's model table.
-_ENTRY_KEYS: Final = model_keys(*_KNOWN_ENTRY_CLASSES, base=SessionTreeEntry)
-
-_READERS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
-    "message": _message_entry_from_json,
-    "thinking_level_change": _thinking_level_from_json,
-    "model_change": _model_change_from_json,
-    "active_tools_change": _active_tools_from_json,
-    "compaction": _compaction_from_json,
-    "branch_summary": _branch_summary_from_json,
-    "custom": _custom_from_json,
-    "custom_message": _custom_message_from_json,
-    "label": _label_from_json,
-    "session_info": _session_info_from_json,
-    "leaf": _leaf_from_json,
-}
-# type -> (reader, every key the type knows). One dict lookup per line, no reflection.
-_ENTRY_READERS: Final[dict[str, tuple[Callable[[dict[str, Any]], Any], frozenset[str]]]] = {
-    kind: (reader, _ENTRY_KEYS[kind]) for kind, reader in _READERS.items()
-}
-
-
 def entry_from_dict(d: Any) -> SessionTreeEntry:
     """Build an entry from its decoded JSON object.
 
@@ -1022,24 +598,21 @@ def entry_from_dict(d: Any) -> SessionTreeEntry:
     kind = d.get("type")
     if not isinstance(kind, str):
         raise _corrupt(f"an entry needs a string 'type', got {_fmt(kind)}")
-    spec = _ENTRY_READERS.get(kind)
+    what = f"entry {_fmt(d.get('id'))}"
     try:
         with _reading():
-            if spec is None:
+            if kind not in ENTRY_TYPES:
                 return UnknownEntry(
                     kind, d, id=d["id"], parent_id=d["parent_id"], timestamp=d["timestamp"]
                 )
-            entry: SessionTreeEntry = spec[0](d)
+            entry: SessionTreeEntry = _table.read_tagged("type", d, what)
+            return entry
     except KeyError as exc:
-        raise _corrupt(
-            f"{kind} entry {_fmt(d.get('id'))} is missing field {exc.args[0]!r}"
-        ) from None
+        raise _corrupt(f"{kind} {what} is missing field {exc.args[0]!r}") from None
     except SessionError as exc:
-        raise _corrupt(f"invalid {kind} entry {_fmt(d.get('id'))}: {exc.message}") from None
-    keys = spec[1]
-    if not d.keys() <= keys:
-        _keep_extra(entry, d, keys)
-    return entry
+        if exc.code == "corrupt":
+            raise
+        raise _corrupt(f"invalid {kind} {what}: {exc.message}") from None
 
 
 def entry_from_json(raw: bytes | bytearray | memoryview | str) -> SessionTreeEntry:
@@ -1175,28 +748,20 @@ class SessionHeader(_Value):
         return "session"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
+        if isinstance(self.cwd, os.PathLike):
+            object.__setattr__(self, "cwd", os.fspath(self.cwd))
+        # Every field by its kind in the model table, then the header's own rules, which
+        # readers hold files to as well (the engine refuses such a header).
+        _table.check(self)
+        if not self.id:
             raise _invalid(self, "id", "a non-empty str", self.id)
-        _check_str(self, "timestamp", self.timestamp)
         try:
-            # The engine refuses a file whose header time is not a time (FORMAT.md).
             iso_to_datetime(self.timestamp)
         except SessionError:
             raise SessionError(
                 "invalid_argument",
                 f"SessionHeader.timestamp must be an ISO-8601 time, got {self.timestamp!r}",
             ) from None
-        cwd: object = self.cwd
-        if isinstance(cwd, os.PathLike):
-            cwd = os.fspath(cwd)
-            object.__setattr__(self, "cwd", cwd)
-        if not isinstance(cwd, str):
-            raise _invalid(self, "cwd", "a str or os.PathLike[str]", cwd)
-        _check_opt_str(self, "parent_session", self.parent_session)
-        if self.metadata is not None and not isinstance(self.metadata, dict):
-            raise _invalid(self, "metadata", "a dict or None", self.metadata)
-        _check_json_keys(self, "metadata", self.metadata)
-        _check_int(self, "version", self.version)
         if not 1 <= self.version <= FORMAT_VERSION:
             raise SessionError(
                 "invalid_argument",
@@ -1238,7 +803,9 @@ class SessionHeader(_Value):
         )
 
 
-_HEADER_KEYS: Final = model_keys(SessionHeader)["session"]
+_table.register(
+    SessionTreeEntry, *_KNOWN_ENTRY_CLASSES, SessionHeader, unknown={"type": UnknownEntry}
+)
 
 
 def header_to_dict(header: SessionHeader) -> dict[str, Any]:
@@ -1261,18 +828,7 @@ def header_to_dict(header: SessionHeader) -> dict[str, Any]:
     """
     if not isinstance(header, SessionHeader):
         raise _invalid(header, "header", "a SessionHeader", header)
-    d: dict[str, Any] = {
-        "type": "session",
-        "version": header.version,
-        "id": header.id,
-        "timestamp": header.timestamp,
-        "cwd": header.cwd,
-        "parent_session": header.parent_session,
-        "metadata": header.metadata,
-    }
-    if header._extra:
-        d.update(header._extra)
-    return d
+    return _table.to_json(header)
 
 
 def header_to_json(header: SessionHeader) -> bytes:
@@ -1325,21 +881,12 @@ def header_from_dict(d: Any) -> SessionHeader:
         )
     try:
         with _reading():
-            header = SessionHeader(
-                d["id"],
-                d["timestamp"],
-                d["cwd"],
-                d.get("parent_session"),
-                d.get("metadata"),
-                version,
-            )
-    except KeyError as exc:
-        raise _corrupt(f"session header is missing field {exc.args[0]!r}") from None
+            header: SessionHeader = _table.read_tagged("type", d, "session header")
+            return header
     except SessionError as exc:
+        if exc.code == "corrupt":
+            raise
         raise _corrupt(f"invalid session header: {exc.message}") from None
-    if not d.keys() <= _HEADER_KEYS:
-        _keep_extra(header, d, _HEADER_KEYS)
-    return header
 
 
 def header_from_json(raw: bytes | bytearray | memoryview | str) -> SessionHeader:

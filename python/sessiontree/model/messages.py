@@ -28,17 +28,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import reprlib
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 from .. import _core
 from .._frozen import at_defaults, frozen
-from .._util import iso_to_ms, model_keys, now_ms
+from .._util import iso_to_ms, now_ms
 from ..errors import SessionError
+from . import _table
 
 __all__ = [
     "BASH_EXECUTION_ROLE",
@@ -140,153 +138,17 @@ def _is_default(value: object, default: object) -> bool:
     return value is default or (type(value) is type(default) and value == default)
 
 
-def _invalid(obj: object, name: str, expected: str, value: object) -> SessionError:
-    return SessionError(
-        "invalid_argument",
-        f"{type(obj).__name__}.{name} must be {expected}, got {type(value).__name__}",
-    )
-
-
-def _corrupt(message: str) -> SessionError:
-    return SessionError("corrupt", message)
-
-
-def _check_str(obj: object, name: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise _invalid(obj, name, "a str", value)
-
-
-def _check_opt_str(obj: object, name: str, value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise _invalid(obj, name, "a str or None", value)
-
-
-def _check_int(obj: object, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(obj, name, "an int", value)
-
-
-def _check_bool(obj: object, name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise _invalid(obj, name, "a bool", value)
-
-
-# --- values a user can get wrong -------------------------------------------------------
-#
-# Beyond its type, a value a user constructs is refused if it is wrong in a way FORMAT.md's
-# types do not say (a negative token count, an empty provider, an image that is not an
-# image, a dict key JSON would rewrite). A file may hold such values, though: earlier
-# versions wrote them and FORMAT.md only asks for the types, so the readers
-# (``message_from_dict``, ``entry_from_dict``, ``header_from_dict`` and the ``create_*``
-# helpers, which build from an entry) construct under ``_reading()``, which lets them
-# through. The engine builds the objects it reads without the constructors
-# (rust/py/build.rs), so it is lenient too.
-
-_READING: Final[ContextVar[bool]] = ContextVar("sessiontree_reading", default=False)
-_MAX_FLOAT: Final = sys.float_info.max
-
-
-@contextmanager
-def _reading() -> Iterator[None]:
-    """Construct values from a file: only types are checked (see above)."""
-    token = _READING.set(True)
-    try:
-        yield
-    finally:
-        _READING.reset(token)
-
-
-def _check_count(obj: object, name: str, value: int) -> None:
-    """``value`` (already an int) must not be negative."""
-    if value < 0 and not _READING.get():
-        raise SessionError(
-            "invalid_argument", f"{type(obj).__name__}.{name} must not be negative, got {value}"
-        )
-
-
-def _check_not_empty(obj: object, name: str, value: str) -> None:
-    """``value`` (already a str) must not be empty."""
-    if not value and not _READING.get():
-        raise SessionError("invalid_argument", f"{type(obj).__name__}.{name} must not be empty")
-
-
-_CONTAINERS: Final = (dict, list, tuple)
-
-
-def _check_json_keys(obj: object, name: str, value: object) -> None:
-    """Refuse a dict key that is not a str, at any depth.
-
-    ``json`` writes ``{1: "x"}`` as ``{"1": "x"}`` (and ``True`` as ``"true"``), so the value
-    would silently read back different; a tuple key fails only at the append. Only the
-    containers are walked (iteratively, each once, so shared or circular data ends), and
-    only for values a user constructs: keys read from JSON are always strings.
-    """
-    if value.__class__ is dict:
-        # The common case, a flat dict of str keys, without the walk's allocations.
-        for k, item in value.items():
-            if k.__class__ is not str or isinstance(item, _CONTAINERS):
-                break
-        else:
-            return
-    elif not isinstance(value, _CONTAINERS):
-        return
-    if _READING.get():
-        return
-    stack: list[Any] = [value]
-    seen: set[int] = set()
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        if isinstance(v, dict):
-            for k, item in v.items():
-                if not isinstance(k, str):
-                    raise SessionError(
-                        "invalid_argument",
-                        f"{type(obj).__name__}.{name} has a dict key {_nested_repr.repr(k)} "
-                        f"of type {type(k).__name__}; JSON object keys must be str",
-                    )
-                if isinstance(item, _CONTAINERS):
-                    stack.append(item)
-        else:
-            stack.extend([item for item in v if isinstance(item, _CONTAINERS)])
-
-
-def _as_tuple(
-    obj: object, name: str, value: object, allowed: tuple[type, ...], expected: str
-) -> tuple[Any, ...]:
-    """Check a list/tuple of ``allowed`` items and return it as a tuple."""
-    if isinstance(value, tuple):
-        items = value
-    elif isinstance(value, list):
-        items = tuple(value)
-    else:
-        raise _invalid(obj, name, f"a list of {expected}", value)
-    for item in items:
-        if not isinstance(item, allowed):
-            raise SessionError(
-                "invalid_argument",
-                f"{type(obj).__name__}.{name} items must be {expected}, got {type(item).__name__}",
-            )
-    return items
-
+# Constructor checks, the rules a user is held to and the JSON codec are made from the
+# engine's model table (``_table``); the names below are what the model's modules use.
+_invalid = _table.invalid
+_corrupt = _table.corrupt
+_reading = _table.reading
+_check_json_keys = _table.json_keys
 
 BASH_EXECUTION_ROLE: Final = "bash_execution"
 """The role pi's shell runs (``!cmd``) read as: an :class:`UnknownMessage` whose ``data``
 has ``command``, ``output``, ``exit_code``, ``cancelled``, ``truncated``,
 ``full_output_path`` and ``exclude_from_context`` (see ``sessiontree.dialects.pi``)."""
-
-
-def _check_user_content(obj: Any) -> None:
-    """Checks ``obj.content``: a str, or text and image blocks (stored as a tuple)."""
-    content = obj.content
-    if not isinstance(content, str):
-        if not isinstance(content, (list, tuple)):
-            raise _invalid(obj, "content", f"a str or a list of {_USER_BLOCKS_TEXT}", content)
-        blocks = _as_tuple(obj, "content", content, _USER_BLOCKS, _USER_BLOCKS_TEXT)
-        if blocks is not content:
-            object.__setattr__(obj, "content", blocks)
 
 
 def _content_text(content: str | Sequence[ContentBlock]) -> str:
@@ -332,7 +194,8 @@ _SRC: Any = _Lazy.__dict__["_src"]
 
 @frozen(repr=False)
 class _Value(_Lazy):
-    """Shared base: keeps unknown JSON fields and gives a short, default-skipping repr."""
+    """Shared base: checks its fields by the model table, keeps unknown JSON fields and
+    gives a short, default-skipping repr."""
 
     # Fields read from JSON that this version does not know; written back unchanged.
     _extra: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
@@ -351,6 +214,10 @@ class _Value(_Lazy):
                 continue
             parts.append(f"{f.name}={_fmt(value)}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __post_init__(self) -> None:
+        # Every field by its kind and rule in the model table (``_table.check``).
+        _table.check(self)
 
 
 _V = TypeVar("_V", bound=_Value)
@@ -385,10 +252,6 @@ class TextContent(_Value):
         """The block's JSON ``type``: ``"text"``."""
         return "text"
 
-    def __post_init__(self) -> None:
-        _check_str(self, "text", self.text)
-        _check_opt_str(self, "signature", self.signature)
-
 
 @frozen(repr=False)
 class ThinkingContent(_Value):
@@ -412,11 +275,6 @@ class ThinkingContent(_Value):
         """The block's JSON ``type``: ``"thinking"``."""
         return "thinking"
 
-    def __post_init__(self) -> None:
-        _check_str(self, "thinking", self.thinking)
-        _check_opt_str(self, "signature", self.signature)
-        _check_bool(self, "redacted", self.redacted)
-
 
 @frozen(repr=False)
 class ImageContent(_Value):
@@ -437,16 +295,6 @@ class ImageContent(_Value):
     def type(self) -> Literal["image"]:
         """The block's JSON ``type``: ``"image"``."""
         return "image"
-
-    def __post_init__(self) -> None:
-        _check_str(self, "data", self.data)
-        _check_str(self, "mime_type", self.mime_type)
-        if self.mime_type[:6].lower() != "image/" and not _READING.get():
-            raise SessionError(
-                "invalid_argument",
-                f"ImageContent.mime_type must be an image type (image/...), "
-                f"got {_fmt(self.mime_type)}",
-            )
 
     def __repr__(self) -> str:
         # The payload is base64 and often megabytes long; its size is what is useful here.
@@ -474,13 +322,6 @@ class ToolCall(_Value):
     def type(self) -> Literal["tool_call"]:
         """The block's JSON ``type``: ``"tool_call"``."""
         return "tool_call"
-
-    def __post_init__(self) -> None:
-        _check_str(self, "id", self.id)
-        _check_str(self, "name", self.name)
-        if not isinstance(self.arguments, dict):
-            raise _invalid(self, "arguments", "a dict", self.arguments)
-        _check_json_keys(self, "arguments", self.arguments)
 
 
 ContentBlock: TypeAlias = TextContent | ThinkingContent | ImageContent | ToolCall
@@ -513,24 +354,6 @@ class Cost(_Value):
     cache_write: float = 0.0
     total: float = 0.0
 
-    def __post_init__(self) -> None:
-        for name in ("input", "output", "cache_read", "cache_write", "total"):
-            value = getattr(self, name)
-            if type(value) is not float:
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise _invalid(self, name, "a float", value)
-                try:
-                    value = float(value)
-                except OverflowError:
-                    raise _invalid(self, name, "a float in range", value) from None
-                object.__setattr__(self, name, value)
-            # Also refuses NaN and infinities, which JSON cannot carry.
-            if not 0.0 <= value <= _MAX_FLOAT and not _READING.get():
-                raise SessionError(
-                    "invalid_argument",
-                    f"Cost.{name} must be a finite number >= 0, got {value!r}",
-                )
-
 
 # The zero usage and cost: defaults, and what a missing or null one reads as.
 _ZERO_COST: Final = at_defaults(Cost)
@@ -550,24 +373,6 @@ class Usage(_Value):
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = _ZERO_COST
-
-    def __post_init__(self) -> None:
-        _check_int(self, "input", self.input)
-        _check_int(self, "output", self.output)
-        _check_int(self, "cache_read", self.cache_read)
-        _check_int(self, "cache_write", self.cache_write)
-        _check_int(self, "total_tokens", self.total_tokens)
-        if (
-            self.input < 0
-            or self.output < 0
-            or self.cache_read < 0
-            or self.cache_write < 0
-            or self.total_tokens < 0
-        ):
-            for name in ("input", "output", "cache_read", "cache_write", "total_tokens"):
-                _check_count(self, name, getattr(self, name))
-        if not isinstance(self.cost, Cost):
-            raise _invalid(self, "cost", "a Cost", self.cost)
 
 
 _ZERO_USAGE: Final = at_defaults(Usage)
@@ -596,10 +401,6 @@ class UserMessage(_Value):
     def role(self) -> Literal["user"]:
         """``"user"``."""
         return "user"
-
-    def __post_init__(self) -> None:
-        _check_user_content(self)
-        _check_int(self, "timestamp", self.timestamp)
 
 
 @frozen(repr=False)
@@ -636,26 +437,6 @@ timestamp=0)
         """``"assistant"``."""
         return "assistant"
 
-    def __post_init__(self) -> None:
-        blocks = _as_tuple(self, "content", self.content, _ASSISTANT_BLOCKS, _ASSISTANT_BLOCKS_TEXT)
-        if blocks is not self.content:
-            object.__setattr__(self, "content", blocks)
-        _check_str(self, "provider", self.provider)
-        _check_not_empty(self, "provider", self.provider)
-        _check_str(self, "model", self.model)
-        _check_not_empty(self, "model", self.model)
-        _check_opt_str(self, "api", self.api)
-        if not isinstance(self.usage, Usage):
-            raise _invalid(self, "usage", "a Usage", self.usage)
-        if self.stop_reason not in STOP_REASONS:
-            raise SessionError(
-                "invalid_argument",
-                f"AssistantMessage.stop_reason must be one of {', '.join(STOP_REASONS)}, "
-                f"got {self.stop_reason!r}",
-            )
-        _check_opt_str(self, "error_message", self.error_message)
-        _check_int(self, "timestamp", self.timestamp)
-
 
 @frozen(repr=False)
 class ToolResultMessage(_Value):
@@ -686,16 +467,6 @@ content=[TextContent(text='# README')], timestamp=0)
         """``"tool_result"``."""
         return "tool_result"
 
-    def __post_init__(self) -> None:
-        _check_str(self, "tool_call_id", self.tool_call_id)
-        _check_str(self, "tool_name", self.tool_name)
-        blocks = _as_tuple(self, "content", self.content, _USER_BLOCKS, _USER_BLOCKS_TEXT)
-        if blocks is not self.content:
-            object.__setattr__(self, "content", blocks)
-        _check_bool(self, "is_error", self.is_error)
-        _check_json_keys(self, "details", self.details)
-        _check_int(self, "timestamp", self.timestamp)
-
 
 @frozen(repr=False)
 class CustomMessage(_Value):
@@ -724,13 +495,6 @@ class CustomMessage(_Value):
         """``"custom"``."""
         return "custom"
 
-    def __post_init__(self) -> None:
-        _check_str(self, "custom_type", self.custom_type)
-        _check_user_content(self)
-        _check_bool(self, "display", self.display)
-        _check_json_keys(self, "details", self.details)
-        _check_int(self, "timestamp", self.timestamp)
-
 
 @frozen(repr=False)
 class CompactionSummaryMessage(_Value):
@@ -753,12 +517,6 @@ class CompactionSummaryMessage(_Value):
     def role(self) -> Literal["compaction_summary"]:
         """``"compaction_summary"``."""
         return "compaction_summary"
-
-    def __post_init__(self) -> None:
-        _check_str(self, "summary", self.summary)
-        _check_int(self, "tokens_before", self.tokens_before)
-        _check_count(self, "tokens_before", self.tokens_before)
-        _check_int(self, "timestamp", self.timestamp)
 
 
 @frozen(repr=False)
@@ -783,11 +541,6 @@ class BranchSummaryMessage(_Value):
         """``"branch_summary"``."""
         return "branch_summary"
 
-    def __post_init__(self) -> None:
-        _check_str(self, "summary", self.summary)
-        _check_str(self, "from_id", self.from_id)
-        _check_int(self, "timestamp", self.timestamp)
-
 
 @frozen(repr=False)
 class UnknownMessage(_Value):
@@ -806,7 +559,9 @@ class UnknownMessage(_Value):
     data: dict[str, Any]
 
     def __post_init__(self) -> None:
-        _check_str(self, "role", self.role)
+        # Not in the model table (its fields are whatever the role's writer wrote).
+        if not isinstance(self.role, str):
+            raise _invalid(self, "role", "a str", self.role)
         if self.role in MESSAGE_ROLES:
             raise SessionError(
                 "invalid_argument",
@@ -865,179 +620,25 @@ def _preview_text(message: AgentMessage) -> str:
     return " ".join(parts)
 
 
-# --------------------------------------------------------------------------- JSON: writing
+# --------------------------------------------------------------------------- JSON
 
-_Writer = Callable[[Any], dict[str, Any]]
-
-
-def _lookup(table: dict[type, _Writer], cls: type) -> _Writer | None:
-    """Find the writer of ``cls`` or of its nearest registered base (for user subclasses)."""
-    for base in cls.__mro__:
-        writer = table.get(base)
-        if writer is not None:
-            return writer
-    return None
-
-
-def _text_to_json(b: TextContent) -> dict[str, Any]:
-    d: dict[str, Any] = {"type": "text", "text": b.text}
-    if b.signature is not None:
-        d["signature"] = b.signature
-    return d
-
-
-def _thinking_to_json(b: ThinkingContent) -> dict[str, Any]:
-    d: dict[str, Any] = {"type": "thinking", "thinking": b.thinking}
-    if b.signature is not None:
-        d["signature"] = b.signature
-    if b.redacted:
-        d["redacted"] = True
-    return d
-
-
-def _image_to_json(b: ImageContent) -> dict[str, Any]:
-    return {"type": "image", "data": b.data, "mime_type": b.mime_type}
-
-
-def _tool_call_to_json(b: ToolCall) -> dict[str, Any]:
-    return {"type": "tool_call", "id": b.id, "name": b.name, "arguments": b.arguments}
-
-
-_BLOCK_WRITERS: Final[dict[type, _Writer]] = {
-    TextContent: _text_to_json,
-    ThinkingContent: _thinking_to_json,
-    ImageContent: _image_to_json,
-    ToolCall: _tool_call_to_json,
-}
+_table.register(
+    TextContent,
+    ThinkingContent,
+    ImageContent,
+    ToolCall,
+    Cost,
+    Usage,
+    *_MESSAGE_CLASSES[:-1],
+    unknown={"role": UnknownMessage},
+)
+_BLOCK_CLASSES: Final = (TextContent, ThinkingContent, ImageContent, ToolCall)
 
 
 def _block_to_json(block: ContentBlock) -> dict[str, Any]:
-    writer = _BLOCK_WRITERS.get(type(block)) or _lookup(_BLOCK_WRITERS, type(block))
-    if writer is None:
+    if not isinstance(block, _BLOCK_CLASSES):
         raise SessionError("invalid_argument", f"not a content block: {type(block).__name__}")
-    d = writer(block)
-    if block._extra:
-        d.update(block._extra)
-    return d
-
-
-def _blocks_to_json(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
-    return [_block_to_json(b) for b in blocks]
-
-
-def _cost_to_json(c: Cost) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "input": c.input,
-        "output": c.output,
-        "cache_read": c.cache_read,
-        "cache_write": c.cache_write,
-        "total": c.total,
-    }
-    if c._extra:
-        d.update(c._extra)
-    return d
-
-
-def _usage_to_json(u: Usage) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "input": u.input,
-        "output": u.output,
-        "cache_read": u.cache_read,
-        "cache_write": u.cache_write,
-        "total_tokens": u.total_tokens,
-        "cost": _cost_to_json(u.cost),
-    }
-    if u._extra:
-        d.update(u._extra)
-    return d
-
-
-def _content_to_json(c: str | Sequence[ContentBlock]) -> Any:
-    """A str-or-blocks content as JSON."""
-    return c if isinstance(c, str) else _blocks_to_json(c)
-
-
-def _content_from_json(c: Any) -> Any:
-    """A str-or-blocks content from JSON."""
-    return c if isinstance(c, str) else _blocks_from_json(c)
-
-
-def _user_to_json(m: UserMessage) -> dict[str, Any]:
-    return {
-        "role": "user",
-        "content": _content_to_json(m.content),
-        "timestamp": m.timestamp,
-    }
-
-
-def _assistant_to_json(m: AssistantMessage) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": _blocks_to_json(m.content),
-        "api": m.api,
-        "provider": m.provider,
-        "model": m.model,
-        "usage": _usage_to_json(m.usage),
-        "stop_reason": m.stop_reason,
-        "error_message": m.error_message,
-        "timestamp": m.timestamp,
-    }
-
-
-def _tool_result_to_json(m: ToolResultMessage) -> dict[str, Any]:
-    return {
-        "role": "tool_result",
-        "tool_call_id": m.tool_call_id,
-        "tool_name": m.tool_name,
-        "content": _blocks_to_json(m.content),
-        "details": m.details,
-        "is_error": m.is_error,
-        "timestamp": m.timestamp,
-    }
-
-
-def _custom_to_json(m: CustomMessage) -> dict[str, Any]:
-    return {
-        "role": "custom",
-        "custom_type": m.custom_type,
-        "content": _content_to_json(m.content),
-        "display": m.display,
-        "details": m.details,
-        "timestamp": m.timestamp,
-    }
-
-
-def _compaction_summary_to_json(m: CompactionSummaryMessage) -> dict[str, Any]:
-    return {
-        "role": "compaction_summary",
-        "summary": m.summary,
-        "tokens_before": m.tokens_before,
-        "timestamp": m.timestamp,
-    }
-
-
-def _branch_summary_to_json(m: BranchSummaryMessage) -> dict[str, Any]:
-    return {
-        "role": "branch_summary",
-        "summary": m.summary,
-        "from_id": m.from_id,
-        "timestamp": m.timestamp,
-    }
-
-
-def _unknown_to_json(m: UnknownMessage) -> dict[str, Any]:
-    return m.data
-
-
-_MESSAGE_WRITERS: Final[dict[type, _Writer]] = {
-    UserMessage: _user_to_json,
-    AssistantMessage: _assistant_to_json,
-    ToolResultMessage: _tool_result_to_json,
-    CustomMessage: _custom_to_json,
-    CompactionSummaryMessage: _compaction_summary_to_json,
-    BranchSummaryMessage: _branch_summary_to_json,
-    UnknownMessage: _unknown_to_json,
-}
+    return _table.to_json(block)
 
 
 def message_to_dict(message: AgentMessage) -> dict[str, Any]:
@@ -1059,162 +660,9 @@ def message_to_dict(message: AgentMessage) -> dict[str, Any]:
     >>> message_to_dict(CompactionSummaryMessage("S", 10, timestamp=5))
     {'role': 'compaction_summary', 'summary': 'S', 'tokens_before': 10, 'timestamp': 5}
     """
-    cls = type(message)
-    writer = _MESSAGE_WRITERS.get(cls) or _lookup(_MESSAGE_WRITERS, cls)
-    if writer is None:
-        raise SessionError("invalid_argument", f"not a message: {cls.__name__}")
-    d = writer(message)
-    if message._extra:
-        d.update(message._extra)
-    return d
-
-
-# --------------------------------------------------------------------------- JSON: reading
-
-_Reader = Callable[[dict[str, Any]], Any]
-
-
-def _text_from_json(b: dict[str, Any]) -> TextContent:
-    return TextContent(b["text"], b.get("signature"))
-
-
-def _thinking_from_json(b: dict[str, Any]) -> ThinkingContent:
-    return ThinkingContent(b["thinking"], b.get("signature"), b.get("redacted", False))
-
-
-def _image_from_json(b: dict[str, Any]) -> ImageContent:
-    return ImageContent(b["data"], b["mime_type"])
-
-
-def _tool_call_from_json(b: dict[str, Any]) -> ToolCall:
-    return ToolCall(b["id"], b["name"], b["arguments"])
-
-
-_BLOCK_READERS: Final[dict[str, _Reader]] = {
-    "text": _text_from_json,
-    "thinking": _thinking_from_json,
-    "image": _image_from_json,
-    "tool_call": _tool_call_from_json,
-}
-# Known keys per type come from the engine's model table: declared once, in Rust.
-_BLOCK_KEYS: Final = model_keys(TextContent, ThinkingContent, ImageContent, ToolCall)
-_COST_KEYS: Final = model_keys(Cost)["Cost"]
-_USAGE_KEYS: Final = model_keys(Usage)["Usage"]
-
-
-def _block_from_json(b: Any) -> ContentBlock:
-    if not isinstance(b, dict):
-        raise _corrupt(f"a content block must be an object, got {type(b).__name__}")
-    kind = b.get("type")
-    if not isinstance(kind, str) or kind not in _BLOCK_READERS:
-        raise _corrupt(f"unknown content block type {kind!r}")
-    try:
-        block: ContentBlock = _BLOCK_READERS[kind](b)
-    except KeyError as exc:
-        raise _corrupt(f"{kind} content block is missing field {exc.args[0]!r}") from None
-    keys = _BLOCK_KEYS[kind]
-    if not b.keys() <= keys:
-        _keep_extra(block, b, keys)
-    return block
-
-
-def _blocks_from_json(value: Any) -> Any:
-    """Parse a list of blocks; anything else is returned for the constructor to reject."""
-    if isinstance(value, list):
-        return tuple([_block_from_json(b) for b in value])
-    return value
-
-
-def _cost_from_json(c: Any) -> Cost:
-    if c is None:
-        return _ZERO_COST
-    if not isinstance(c, dict):
-        raise _corrupt(f"usage.cost must be an object, got {type(c).__name__}")
-    cost = Cost(
-        c.get("input", 0.0),
-        c.get("output", 0.0),
-        c.get("cache_read", 0.0),
-        c.get("cache_write", 0.0),
-        c.get("total", 0.0),
-    )
-    if not c.keys() <= _COST_KEYS:
-        _keep_extra(cost, c, _COST_KEYS)
-    return cost
-
-
-def _usage_from_json(u: Any) -> Usage:
-    """Parse a usage object; missing counts are 0, a missing ``cost`` is all zeros."""
-    if not isinstance(u, dict):
-        raise _corrupt(f"usage must be an object, got {type(u).__name__}")
-    usage = Usage(
-        u.get("input", 0),
-        u.get("output", 0),
-        u.get("cache_read", 0),
-        u.get("cache_write", 0),
-        u.get("total_tokens", 0),
-        _cost_from_json(u.get("cost")),
-    )
-    if not u.keys() <= _USAGE_KEYS:
-        _keep_extra(usage, u, _USAGE_KEYS)
-    return usage
-
-
-def _user_from_json(d: dict[str, Any]) -> UserMessage:
-    return UserMessage(_content_from_json(d["content"]), d["timestamp"])
-
-
-def _assistant_from_json(d: dict[str, Any]) -> AssistantMessage:
-    usage = d.get("usage")
-    return AssistantMessage(
-        _blocks_from_json(d["content"]),
-        d["provider"],
-        d["model"],
-        d.get("api"),
-        _ZERO_USAGE if usage is None else _usage_from_json(usage),
-        d.get("stop_reason", "stop"),
-        d.get("error_message"),
-        d["timestamp"],
-    )
-
-
-def _tool_result_from_json(d: dict[str, Any]) -> ToolResultMessage:
-    return ToolResultMessage(
-        d["tool_call_id"],
-        d["tool_name"],
-        _blocks_from_json(d["content"]),
-        d.get("is_error", False),
-        d.get("details"),
-        d["timestamp"],
-    )
-
-
-def _custom_from_json(d: dict[str, Any]) -> CustomMessage:
-    return CustomMessage(
-        d["custom_type"],
-        _content_from_json(d["content"]),
-        d.get("display", True),
-        d.get("details"),
-        d["timestamp"],
-    )
-
-
-def _compaction_summary_from_json(d: dict[str, Any]) -> CompactionSummaryMessage:
-    return CompactionSummaryMessage(d["summary"], d["tokens_before"], d["timestamp"])
-
-
-def _branch_summary_from_json(d: dict[str, Any]) -> BranchSummaryMessage:
-    return BranchSummaryMessage(d["summary"], d["from_id"], d["timestamp"])
-
-
-_MESSAGE_READERS: Final[dict[str, _Reader]] = {
-    "user": _user_from_json,
-    "assistant": _assistant_from_json,
-    "tool_result": _tool_result_from_json,
-    "custom": _custom_from_json,
-    "compaction_summary": _compaction_summary_from_json,
-    "branch_summary": _branch_summary_from_json,
-}
-_MESSAGE_KEYS: Final = model_keys(*(c for c in _MESSAGE_CLASSES if c is not UnknownMessage))
+    if not isinstance(message, _MESSAGE_CLASSES):
+        raise SessionError("invalid_argument", f"not a message: {type(message).__name__}")
+    return _table.to_json(message)
 
 
 def message_from_dict(d: Any) -> AgentMessage:
@@ -1243,20 +691,17 @@ def message_from_dict(d: Any) -> AgentMessage:
     role = d.get("role")
     if not isinstance(role, str):
         raise _corrupt(f"a message needs a string 'role', got {role!r}")
-    reader = _MESSAGE_READERS.get(role)
     try:
         with _reading():
-            if reader is None:
-                return UnknownMessage(role, d)
-            message: AgentMessage = reader(d)
-    except KeyError as exc:
-        raise _corrupt(f"{role} message is missing field {exc.args[0]!r}") from None
+            message: AgentMessage | None = _table.read_tagged("role", d, "message")
+            return UnknownMessage(role, d) if message is None else message
     except SessionError as exc:
+        if exc.code == "corrupt":
+            raise
         raise _corrupt(f"invalid {role} message: {exc.message}") from None
-    keys = _MESSAGE_KEYS[role]
-    if not d.keys() <= keys:
-        _keep_extra(message, d, keys)
-    return message
+
+
+_table.set_message_reader(message_from_dict)
 
 
 # --------------------------------------------------------------------------- entry helpers
