@@ -63,6 +63,10 @@ lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check
 	$(BIN)/mypy python/sessiontree
 	$(PY) -m mypy.stubtest sessiontree._core
 
+.PHONY: generate
+generate: ## Rewrite the generated sources: the model classes' fields and the async stub
+	$(PY) -m sessiontree.model._gen; $(PY) -m sessiontree.aio._stubgen
+
 .PHONY: format
 format: ## Format Rust and Python sources
 	cargo fmt --all

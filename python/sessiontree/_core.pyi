@@ -57,15 +57,29 @@ DURABILITY_MODES: Final[tuple[str, ...]]
 """The durability modes, weakest first."""
 
 _ModelField: TypeAlias = tuple[
-    str, str, str, bool, bool, bool, tuple[str, ...] | str | None, str | None, str | None
+    str,
+    str,
+    str,
+    bool,
+    bool,
+    bool,
+    tuple[str, ...] | str | None,
+    str | None,
+    str | None,
+    str | None,
 ]
 """One field of the model: ``(key, attr, kind, required, nullable, omit_if_default, arg,
-default, rule)``; ``arg`` is the allowed values (``one_of``, ``blocks``, ``str_or_blocks``)
-or the nested class name, ``default`` the JSON text a missing optional field reads as,
-``rule`` what a constructor refuses beyond the kind (``not_empty``, ``non_negative``,
-``image_mime``, ``id``) or ``None``."""
-_ModelType: TypeAlias = tuple[str, str | None, str | None, tuple[_ModelField, ...]]
-"""One type of the model: ``(class, tag_key, tag_value, fields)``."""
+default, rule, ctor_default)``; ``arg`` is the allowed values (``one_of``, ``blocks``,
+``str_or_blocks``) or the nested class name, ``default`` the JSON text a missing optional
+field reads as, ``rule`` what a constructor refuses beyond the kind (``not_empty``,
+``non_negative``, ``image_mime``, ``id``) or ``None``, ``ctor_default`` what a constructor
+gives a field readers require (``now``, ``format_version``) or ``None``."""
+_ModelType: TypeAlias = tuple[
+    str, str | None, str | None, tuple[_ModelField, ...], tuple[str, ...] | None
+]
+"""One type of the model: ``(class, tag_key, tag_value, fields, params)``; ``params`` is
+the constructor's positional order where it is not the rule (needed fields, then defaulted
+ones, each in table order), else ``None``."""
 MODEL: Final[tuple[_ModelType, ...]]
 """The engine's model table (rust/engine/model.rs): every block, usage value, message,
 entry type (and their shared base) and the header, fields in FORMAT.md order."""

@@ -13,7 +13,6 @@ import os
 import time
 from typing import TYPE_CHECKING, Final
 
-from . import _core
 from .errors import SessionError
 
 if TYPE_CHECKING:
@@ -23,30 +22,11 @@ if TYPE_CHECKING:
 __all__ = [
     "iso_to_datetime",
     "iso_to_ms",
-    "model_keys",
     "ms_to_iso",
     "now_iso",
     "now_ms",
     "uuid7",
 ]
-
-
-def model_keys(*classes: type, base: type | None = None) -> dict[str, frozenset[str]]:
-    """The JSON keys each of ``classes`` knows, from the engine's model table
-    (``_core.MODEL``, declared once in ``rust/engine/model.rs``), keyed by the type's tag
-    value (``"text"``, ``"user"``, ``"compaction"``) or, for an untagged type, its class
-    name. The tag key and, with ``base``, the base type's keys are included.
-    """
-    table = {name: (tag_key, tag, fields) for name, tag_key, tag, fields in _core.MODEL}
-    extra: tuple[str, ...] = () if base is None else tuple(f[0] for f in table[base.__name__][2])
-    out: dict[str, frozenset[str]] = {}
-    for cls in classes:
-        tag_key, tag, fields = table[cls.__name__]
-        keys = {f[0] for f in fields}.union(extra)
-        if tag_key is not None:
-            keys.add(tag_key)
-        out[cls.__name__ if tag is None else tag] = frozenset(keys)
-    return out
 
 
 def fspath_arg(name: str, value: object) -> str:

@@ -87,6 +87,7 @@ static BASH_EXECUTION: TypeDef = TypeDef {
     class: "UnknownMessage",
     tag: Some(("role", "bash_execution")),
     doc: "A shell command the user ran in pi (`!cmd`), with its output.",
+    params: None,
     fields: &[
         field("command", FieldKind::Str),
         field("output", FieldKind::Str),
@@ -108,6 +109,7 @@ const fn field(key: &'static str, kind: FieldKind) -> model::FieldDef {
         nullable: true,
         write: model::Write::OmitDefault,
         rule: model::Rule::None,
+        ctor_default: model::CtorDefault::None,
     }
 }
 

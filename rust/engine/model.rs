@@ -134,6 +134,28 @@ impl Rule {
     }
 }
 
+/// What a Python constructor gives a field that readers require, when it is not passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtorDefault {
+    /// Nothing: the constructor needs it too.
+    None,
+    /// The current time (Unix milliseconds).
+    Now,
+    /// The format version this package writes.
+    FormatVersion,
+}
+
+impl CtorDefault {
+    /// The default's name in `sessiontree._core.MODEL` (None for [`CtorDefault::None`]).
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            CtorDefault::None => None,
+            CtorDefault::Now => Some("now"),
+            CtorDefault::FormatVersion => Some("format_version"),
+        }
+    }
+}
+
 /// One field of a type.
 #[derive(Debug, Clone, Copy)]
 pub struct FieldDef {
@@ -151,6 +173,8 @@ pub struct FieldDef {
     pub write: Write,
     /// What a constructor refuses beyond the kind.
     pub rule: Rule,
+    /// What a constructor gives the field, when readers require it but a user need not.
+    pub ctor_default: CtorDefault,
 }
 
 impl FieldDef {
@@ -184,10 +208,22 @@ impl FieldDef {
     const fn rule(self, rule: Rule) -> FieldDef {
         FieldDef { rule, ..self }
     }
+
+    /// The same field, which a constructor defaults to `value`.
+    const fn ctor_default(self, value: CtorDefault) -> FieldDef {
+        FieldDef {
+            ctor_default: value,
+            ..self
+        }
+    }
 }
 
-/// A field a reader requires.
+/// A field a reader requires (a timestamp, which a constructor stamps, excepted).
 const fn req(key: &'static str, kind: FieldKind) -> FieldDef {
+    let ctor_default = match kind {
+        FieldKind::TimestampMs => CtorDefault::Now,
+        _ => CtorDefault::None,
+    };
     FieldDef {
         key,
         attr: None,
@@ -196,6 +232,7 @@ const fn req(key: &'static str, kind: FieldKind) -> FieldDef {
         nullable: false,
         write: Write::Always,
         rule: Rule::None,
+        ctor_default,
     }
 }
 
@@ -209,6 +246,7 @@ const fn opt(key: &'static str, kind: FieldKind, default: DefaultValue) -> Field
         nullable: false,
         write: Write::Always,
         rule: Rule::None,
+        ctor_default: CtorDefault::None,
     }
 }
 
@@ -228,6 +266,10 @@ pub struct TypeDef {
     pub doc: &'static str,
     /// Its fields in FORMAT.md's order (for entries, only those beyond [`ENTRY_BASE`]).
     pub fields: &'static [FieldDef],
+    /// The Python constructor's positional order, where API.md's differs from the rule:
+    /// fields the constructor needs, then those it defaults, each in FORMAT.md's order
+    /// (a required field with a [`CtorDefault`] counts as defaulted, and comes last).
+    pub params: Option<&'static [&'static str]>,
 }
 
 impl TypeDef {
@@ -262,6 +304,7 @@ pub static TEXT: TypeDef = TypeDef {
     class: "TextContent",
     tag: Some(("type", "text")),
     doc: "A block of text.",
+    params: None,
     fields: &[
         req("text", K::Str),
         opt("signature", K::Str, D::Null).or_null().omit_default(),
@@ -273,6 +316,7 @@ pub static THINKING: TypeDef = TypeDef {
     class: "ThinkingContent",
     tag: Some(("type", "thinking")),
     doc: "A block of model reasoning.",
+    params: None,
     fields: &[
         req("thinking", K::Str),
         opt("signature", K::Str, D::Null).or_null().omit_default(),
@@ -285,6 +329,7 @@ pub static IMAGE: TypeDef = TypeDef {
     class: "ImageContent",
     tag: Some(("type", "image")),
     doc: "An image, base64-encoded.",
+    params: None,
     fields: &[
         req("data", K::Str),
         req("mime_type", K::Str).rule(Rule::ImageMime),
@@ -296,6 +341,7 @@ pub static TOOL_CALL: TypeDef = TypeDef {
     class: "ToolCall",
     tag: Some(("type", "tool_call")),
     doc: "A tool invocation requested by the assistant.",
+    params: None,
     fields: &[
         req("id", K::Str),
         req("name", K::Str),
@@ -310,6 +356,7 @@ pub static COST: TypeDef = TypeDef {
     class: "Cost",
     tag: None,
     doc: "Money spent on one call, per token class.",
+    params: None,
     fields: &[
         opt("input", K::Number, D::Zero).rule(Rule::NonNegative),
         opt("output", K::Number, D::Zero).rule(Rule::NonNegative),
@@ -324,6 +371,7 @@ pub static USAGE: TypeDef = TypeDef {
     class: "Usage",
     tag: None,
     doc: "Token counts and cost of one model call.",
+    params: None,
     fields: &[
         opt("input", K::Int, D::Zero).rule(Rule::NonNegative),
         opt("output", K::Int, D::Zero).rule(Rule::NonNegative),
@@ -341,6 +389,7 @@ pub static USER: TypeDef = TypeDef {
     class: "UserMessage",
     tag: Some(("role", "user")),
     doc: "A message from the user.",
+    params: None,
     fields: &[
         req("content", K::StrOrBlocks(USER_BLOCKS)),
         req("timestamp", K::TimestampMs),
@@ -352,6 +401,7 @@ pub static ASSISTANT: TypeDef = TypeDef {
     class: "AssistantMessage",
     tag: Some(("role", "assistant")),
     doc: "A model reply.",
+    params: None,
     fields: &[
         req("content", K::Blocks(ASSISTANT_BLOCKS)),
         opt("api", K::Str, D::Null).or_null(),
@@ -369,6 +419,14 @@ pub static TOOL_RESULT: TypeDef = TypeDef {
     class: "ToolResultMessage",
     tag: Some(("role", "tool_result")),
     doc: "The result of running a tool call.",
+    params: Some(&[
+        "tool_call_id",
+        "tool_name",
+        "content",
+        "is_error",
+        "details",
+        "timestamp",
+    ]),
     fields: &[
         req("tool_call_id", K::Str),
         req("tool_name", K::Str),
@@ -384,6 +442,7 @@ pub static CUSTOM_MESSAGE: TypeDef = TypeDef {
     class: "CustomMessage",
     tag: Some(("role", "custom")),
     doc: "An application-defined message that takes part in the context.",
+    params: None,
     fields: &[
         req("custom_type", K::Str),
         req("content", K::StrOrBlocks(USER_BLOCKS)),
@@ -398,6 +457,7 @@ pub static COMPACTION_SUMMARY: TypeDef = TypeDef {
     class: "CompactionSummaryMessage",
     tag: Some(("role", "compaction_summary")),
     doc: "The summary that stands in for the entries a compaction dropped.",
+    params: None,
     fields: &[
         req("summary", K::Str),
         req("tokens_before", K::Int).rule(Rule::NonNegative),
@@ -410,6 +470,7 @@ pub static BRANCH_SUMMARY_MESSAGE: TypeDef = TypeDef {
     class: "BranchSummaryMessage",
     tag: Some(("role", "branch_summary")),
     doc: "The summary of a branch the session moved away from.",
+    params: None,
     fields: &[
         req("summary", K::Str),
         req("from_id", K::Str),
@@ -425,6 +486,7 @@ pub static ENTRY_BASE: TypeDef = TypeDef {
     class: "SessionTreeEntry",
     tag: None,
     doc: "The common base of every entry.",
+    params: None,
     fields: &[
         req("id", K::Str).rule(Rule::Id),
         req("parent_id", K::Str).or_null(),
@@ -437,6 +499,7 @@ pub static MESSAGE_ENTRY: TypeDef = TypeDef {
     class: "MessageEntry",
     tag: Some(("type", "message")),
     doc: "An entry holding one conversation message.",
+    params: None,
     fields: &[req("message", K::Message)],
 };
 
@@ -445,6 +508,7 @@ pub static THINKING_LEVEL_CHANGE: TypeDef = TypeDef {
     class: "ThinkingLevelChangeEntry",
     tag: Some(("type", "thinking_level_change")),
     doc: "Sets the thinking level from here on.",
+    params: None,
     fields: &[req("thinking_level", K::OneOf(THINKING_LEVELS))],
 };
 
@@ -453,6 +517,7 @@ pub static MODEL_CHANGE: TypeDef = TypeDef {
     class: "ModelChangeEntry",
     tag: Some(("type", "model_change")),
     doc: "Sets the model from here on.",
+    params: None,
     fields: &[
         req("provider", K::Str).rule(Rule::NotEmpty),
         req("model_id", K::Str).rule(Rule::NotEmpty),
@@ -464,6 +529,7 @@ pub static ACTIVE_TOOLS_CHANGE: TypeDef = TypeDef {
     class: "ActiveToolsChangeEntry",
     tag: Some(("type", "active_tools_change")),
     doc: "Sets the active tools from here on.",
+    params: None,
     fields: &[req("active_tool_names", K::StrList)],
 };
 
@@ -472,6 +538,7 @@ pub static COMPACTION: TypeDef = TypeDef {
     class: "CompactionEntry",
     tag: Some(("type", "compaction")),
     doc: "Replaces the context before it with a summary.",
+    params: None,
     fields: &[
         req("summary", K::Str),
         req("first_kept_entry_id", K::Str).or_null(),
@@ -488,6 +555,7 @@ pub static BRANCH_SUMMARY: TypeDef = TypeDef {
     class: "BranchSummaryEntry",
     tag: Some(("type", "branch_summary")),
     doc: "Summarises the branch the session moved away from.",
+    params: None,
     fields: &[
         req("from_id", K::Str),
         req("summary", K::Str),
@@ -502,6 +570,7 @@ pub static CUSTOM: TypeDef = TypeDef {
     class: "CustomEntry",
     tag: Some(("type", "custom")),
     doc: "Application data that is not sent to the model (unless a projector maps it).",
+    params: None,
     fields: &[req("custom_type", K::Str), any("data")],
 };
 
@@ -510,6 +579,7 @@ pub static CUSTOM_MESSAGE_ENTRY: TypeDef = TypeDef {
     class: "CustomMessageEntry",
     tag: Some(("type", "custom_message")),
     doc: "An application message that is sent to the model as a custom message.",
+    params: None,
     fields: &[
         req("custom_type", K::Str),
         req("content", K::StrOrBlocks(USER_BLOCKS)),
@@ -523,6 +593,7 @@ pub static LABEL: TypeDef = TypeDef {
     class: "LabelEntry",
     tag: Some(("type", "label")),
     doc: "Sets (or with null clears) the label of another entry.",
+    params: None,
     fields: &[req("target_id", K::Str), req("label", K::Str).or_null()],
 };
 
@@ -531,6 +602,7 @@ pub static SESSION_INFO: TypeDef = TypeDef {
     class: "SessionInfoEntry",
     tag: Some(("type", "session_info")),
     doc: "Names the session (the last one in the file wins).",
+    params: None,
     fields: &[req("name", K::Str).or_null()],
 };
 
@@ -539,6 +611,7 @@ pub static LEAF: TypeDef = TypeDef {
     class: "LeafEntry",
     tag: Some(("type", "leaf")),
     doc: "Moves the leaf (where the next entry hangs) to the target.",
+    params: None,
     fields: &[req("target_id", K::Str).or_null()],
 };
 
@@ -551,8 +624,9 @@ pub static HEADER: TypeDef = TypeDef {
     class: "SessionHeader",
     tag: Some(("type", "session")),
     doc: "Line 1 of a session file: the session's identity, not a tree node.",
+    params: None,
     fields: &[
-        req("version", K::Int),
+        req("version", K::Int).ctor_default(CtorDefault::FormatVersion),
         req("id", K::Str),
         req("timestamp", K::Str),
         req("cwd", K::Str),
@@ -742,6 +816,32 @@ mod tests {
                     }
                     K::OneOf(values) => assert!(!values.is_empty()),
                     _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn constructor_orders_name_every_field_once() {
+        for def in MODEL {
+            let Some(params) = def.params else { continue };
+            let mut named: Vec<_> = params.to_vec();
+            let mut fields: Vec<_> = def.fields.iter().map(|f| f.attr()).collect();
+            named.sort_unstable();
+            fields.sort_unstable();
+            assert_eq!(named, fields, "{}", def.class);
+        }
+    }
+
+    #[test]
+    fn constructor_defaults_are_for_required_fields() {
+        for def in MODEL {
+            for f in def.fields {
+                if f.ctor_default != CtorDefault::None {
+                    assert!(f.required(), "{}.{}", def.class, f.key);
+                }
+                if matches!(f.kind, FieldKind::TimestampMs) && f.required() {
+                    assert_eq!(f.ctor_default, CtorDefault::Now, "{}.{}", def.class, f.key);
                 }
             }
         }

@@ -1010,11 +1010,13 @@ fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// The model table (`engine::model`) as plain tuples: one
-/// `(class, tag_key, tag_value, fields)` per type, each field
-/// `(key, attr, kind, required, nullable, omit_if_default, arg, default, rule)` where `arg`
-/// is the allowed values (`one_of`, `blocks`, `str_or_blocks`) or the nested class name,
-/// `default` the JSON text a missing optional field reads as (`None` when required), and
-/// `rule` what a constructor refuses beyond the kind (`model::Rule`, `None` for none).
+/// `(class, tag_key, tag_value, fields, params)` per type (`params`: the constructor's
+/// positional order where it is not the rule, else `None`), each field
+/// `(key, attr, kind, required, nullable, omit_if_default, arg, default, rule, ctor_default)`
+/// where `arg` is the allowed values (`one_of`, `blocks`, `str_or_blocks`) or the nested
+/// class name, `default` the JSON text a missing optional field reads as (`None` when
+/// required), `rule` what a constructor refuses beyond the kind (`model::Rule`) and
+/// `ctor_default` what a constructor gives a required field (`model::CtorDefault`).
 fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
     use crate::engine::model::{DefaultValue, FieldDef, FieldKind, Presence, TypeDef, Write};
 
@@ -1048,6 +1050,7 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
             arg,
             default,
             f.rule.name(),
+            f.ctor_default.name(),
         )
             .into_pyobject(py)
     }
@@ -1063,6 +1066,7 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
             def.tag.map(|(k, _)| k),
             def.tag_value(),
             PyTuple::new(py, fields)?,
+            def.params.map(|p| PyTuple::new(py, p)).transpose()?,
         )
             .into_pyobject(py)
     }

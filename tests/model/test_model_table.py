@@ -1,9 +1,11 @@
-"""The Python model agrees with the engine's model table (``_core.MODEL``, rust/engine/model.rs).
+"""The Python model is the engine's model table (``_core.MODEL``, rust/engine/model.rs).
 
-For every type the table declares: the class has the same fields in the same order, a field
-the table requires has no default (and an optional one has the table's default), and the
-JSON keys the readers know are the table's keys. Where the Python model disagrees today, the
-case is an ``xfail`` (strict) naming the difference, so a fix shows up as an XPASS.
+The class bodies' fields are generated from the table (``sessiontree.model._gen``), and
+checks and the JSON codec are compiled from it (``sessiontree.model._table``). For every
+type the table declares: the generated fields are current, the class has the table's
+fields in the constructor order the table gives, a field the table requires has no default
+unless the table names a constructor default (and an optional one has the table's
+default), and the JSON keys the codec knows are the table's keys.
 """
 
 from __future__ import annotations
@@ -18,18 +20,12 @@ from test_entries import sample_entries
 import sessiontree
 from sessiontree import _core
 from sessiontree._util import now_ms
-from sessiontree.model import _table, entries, messages
+from sessiontree.model import _gen, _table, entries, messages
 from sessiontree.model.entries import entry_to_json
 
 _TYPES = {t[0]: t for t in _core.MODEL}
 _BASE = _TYPES["SessionTreeEntry"]
 _BASE_ATTRS = tuple(f[1] for f in _BASE[3])
-
-
-def _param(name: str, disagreement: str | None = None) -> Any:
-    if disagreement is None:
-        return pytest.param(name, id=name)
-    return pytest.param(name, id=name, marks=pytest.mark.xfail(strict=True, reason=disagreement))
 
 
 def _own_fields(cls: type) -> list[dataclasses.Field[Any]]:
@@ -50,14 +46,6 @@ def _has_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 
 
-_ORDER_DIFFERS = {
-    "AssistantMessage": "Python's positional order puts provider and model before api "
-    "(required fields first); FORMAT.md has api first",
-    "ToolResultMessage": "Python has is_error before details; FORMAT.md has details first",
-    "SessionHeader": "Python has version last (it has a default); FORMAT.md has it first",
-}
-
-
 @pytest.mark.parametrize("name", list(_TYPES))
 def test_every_type_is_a_public_dataclass(name: str) -> None:
     assert dataclasses.is_dataclass(_class(name))
@@ -69,31 +57,55 @@ def test_same_field_names(name: str) -> None:
     assert {f.name for f in _own_fields(_class(name))} == attrs
 
 
-@pytest.mark.parametrize("name", [_param(n, _ORDER_DIFFERS.get(n)) for n in _TYPES])
-def test_same_field_order(name: str) -> None:
-    attrs = [f[1] for f in _TYPES[name][3]]
-    assert [f.name for f in _own_fields(_class(name))] == attrs
+@pytest.mark.parametrize("name", list(_TYPES))
+def test_the_constructor_order_is_the_tables(name: str) -> None:
+    # Needed fields, then defaulted ones, each in FORMAT.md's order, the ones readers
+    # require but constructors default last; or the row's own order (API.md's).
+    attrs = [f.name for f in _own_fields(_class(name))]
+    assert attrs == [f[1] for f in _gen.params(_TYPES[name])]
+    row = _TYPES[name]
+    if row[4] is None:
+        flags = [(f[3] and f[9] is None, not f[3]) for f in _gen.params(row)]
+        assert flags == sorted(flags, reverse=True)
 
 
-_REQUIRED_DIFFERS = {
-    "SessionHeader": "readers require version, but SessionHeader() defaults it to FORMAT_VERSION",
-}
+def test_the_orders_api_md_writes() -> None:
+    # API.md's signatures, for the types whose order differs from FORMAT.md's.
+    def order(name: str) -> list[str]:
+        return [f.name for f in _own_fields(_class(name))]
+
+    assert order("AssistantMessage")[:4] == ["content", "provider", "model", "api"]
+    assert order("ToolResultMessage")[3:5] == ["is_error", "details"]
+    assert order("SessionHeader") == [
+        "id",
+        "timestamp",
+        "cwd",
+        "parent_session",
+        "metadata",
+        "version",
+    ]
 
 
-@pytest.mark.parametrize("name", [_param(n, _REQUIRED_DIFFERS.get(n)) for n in _TYPES])
+@pytest.mark.parametrize("name", list(_TYPES))
 def test_required_fields_have_no_default(name: str) -> None:
     table = {f[1]: f for f in _TYPES[name][3]}
     for f in _own_fields(_class(name)):
-        _key, _attr, kind, required, *_ = table[f.name]
-        if required and kind == "timestamp_ms":
+        _key, _attr, kind, required, *_, ctor_default = table[f.name]
+        if ctor_default == "now":
             # Readers require it; constructors stamp the current time.
-            assert f.default_factory is now_ms, f.name
+            assert kind == "timestamp_ms" and f.default_factory is now_ms, f.name
+        elif ctor_default == "format_version":
+            assert f.default == _core.FORMAT_VERSION, f.name
         else:
             assert _has_default(f) != required, f.name
 
 
+def test_the_class_bodies_are_generated_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _gen.main(["--check"]) == 0, capsys.readouterr().out
+
+
 def _expected_default(field: tuple[Any, ...]) -> object:
-    _key, _attr, kind, _req, _null, _omit, arg, default, _rule = field
+    _key, _attr, kind, _req, _null, _omit, arg, default, _rule, _ctor = field
     if default == "{}":
         # The nested type with every field at its default.
         assert kind == "nested"

@@ -141,6 +141,7 @@ class Field:
         "attr",
         "check",
         "classes",
+        "ctor_default",
         "default",
         "expected",
         "key",
@@ -153,7 +154,7 @@ class Field:
     )
 
     def __init__(self, row: tuple[Any, ...]) -> None:
-        key, attr, kind, required, nullable, omit, arg, default, rule = row
+        key, attr, kind, required, nullable, omit, arg, default, rule, ctor_default = row
         self.key: str = key
         self.attr: str = attr
         self.kind: str = kind
@@ -162,6 +163,8 @@ class Field:
         self.omit: bool = omit
         self.arg: Any = arg
         self.rule: str | None = rule
+        # What a constructor gives a field readers require (``now``, ``format_version``).
+        self.ctor_default: str | None = ctor_default
         # A constructor takes None where readers read null as None.
         self.accepts_none: bool = nullable and (required or default == "null")
         self.default: Any = None if default in (None, "{}") else json.loads(default)
@@ -195,7 +198,7 @@ class Spec:
     __slots__ = ("_check", "_read", "_write", "cls", "fields", "keys", "tag", "tag_key")
 
     def __init__(self, cls: type, row: tuple[Any, ...]) -> None:
-        _name, tag_key, tag, rows = row
+        _name, tag_key, tag, rows, _params = row
         entry = _CLASSES.get(_ENTRY_BASE)
         is_entry = entry is not None and cls is not entry and issubclass(cls, entry)
         base = _ROWS[_ENTRY_BASE][3] if is_entry else ()
@@ -278,6 +281,7 @@ _FAST: Final[dict[str, str]] = {
     "bool": "{v} is True or {v} is False",
     "any": "{v} is None or {v}.__class__ in _SCALARS",
     "one_of": "{v}.__class__ is str and {v} in _arg{i}",
+    "str_or_blocks": "{v}.__class__ is str",
     "nested": "{v}.__class__ is _cls{i}",
     "message": "{v}.__class__ in _msg{i}",
 }

@@ -121,9 +121,11 @@ class SessionTreeEntry(_Value):
         timestamp: when the entry was written, ISO-8601 UTC (``2026-11-30T16:48:30.123Z``).
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     id: str
     parent_id: str | None
     timestamp: str
+    # End of generated fields.
 
     _REPR_SKIP: ClassVar[frozenset[str]] = frozenset({"timestamp"})
 
@@ -152,7 +154,9 @@ class MessageEntry(SessionTreeEntry):
     MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     message: AgentMessage
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["message"]:
@@ -174,7 +178,9 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
         thinking_level: one of :data:`THINKING_LEVELS`.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     thinking_level: ThinkingLevel
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["thinking_level_change"]:
@@ -191,8 +197,10 @@ class ModelChangeEntry(SessionTreeEntry):
         model_id: e.g. ``"claude-sonnet-4-5"``.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     provider: str
     model_id: str
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["model_change"]:
@@ -208,7 +216,9 @@ class ActiveToolsChangeEntry(SessionTreeEntry):
         active_tool_names: the tool names (stored as a tuple).
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     active_tool_names: Sequence[str]
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["active_tools_change"]:
@@ -231,6 +241,7 @@ class CompactionEntry(SessionTreeEntry):
         from_hook: whether an extension rather than the agent made it.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     summary: str
     first_kept_entry_id: str | None
     tokens_before: int
@@ -238,6 +249,7 @@ class CompactionEntry(SessionTreeEntry):
     details: Any = None
     usage: Usage | None = None
     from_hook: bool = False
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["compaction"]:
@@ -257,11 +269,13 @@ class BranchSummaryEntry(SessionTreeEntry):
         from_hook: whether an extension rather than the agent made it.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     from_id: str
     summary: str
     details: Any = None
     usage: Usage | None = None
     from_hook: bool = False
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["branch_summary"]:
@@ -278,8 +292,10 @@ class CustomEntry(SessionTreeEntry):
         data: any JSON value.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     custom_type: str
     data: Any = None
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["custom"]:
@@ -299,10 +315,12 @@ class CustomMessageEntry(SessionTreeEntry):
         display: whether a UI should show it.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     custom_type: str
     content: str | Sequence[UserContentBlock]
     details: Any = None
     display: bool = True
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["custom_message"]:
@@ -319,8 +337,10 @@ class LabelEntry(SessionTreeEntry):
         label: the label text, or ``None`` to clear it.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     target_id: str
     label: str | None
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["label"]:
@@ -336,7 +356,9 @@ class SessionInfoEntry(SessionTreeEntry):
         name: the session name, or ``None`` to clear it.
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     name: str | None
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["session_info"]:
@@ -352,7 +374,9 @@ class LeafEntry(SessionTreeEntry):
         target_id: the new leaf, or ``None`` for "before the first entry".
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     target_id: str | None
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["leaf"]:
@@ -735,12 +759,14 @@ class SessionHeader(_Value):
     SessionHeader(id='s1', timestamp='2026-11-30T16:48:30.123Z', cwd='/home/user/project')
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     id: str
     timestamp: str
     cwd: str
     parent_session: str | None = None
     metadata: dict[str, Any] | None = None
     version: int = FORMAT_VERSION
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["session"]:

@@ -244,8 +244,10 @@ class TextContent(_Value):
     TextContent(text='Hello')
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     text: str
     signature: str | None = None
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["text"]:
@@ -266,9 +268,11 @@ class ThinkingContent(_Value):
     ThinkingContent(thinking='Let me think', redacted=True)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     thinking: str
     signature: str | None = None
     redacted: bool = False
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["thinking"]:
@@ -288,8 +292,10 @@ class ImageContent(_Value):
     ImageContent(mime_type='image/png', data=<12 chars>)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     data: str
     mime_type: str
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["image"]:
@@ -314,9 +320,11 @@ class ToolCall(_Value):
     ToolCall(id='call_1', name='read', arguments={'path': 'README.md'})
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     id: str
     name: str
     arguments: dict[str, Any]
+    # End of generated fields.
 
     @property
     def type(self) -> Literal["tool_call"]:
@@ -348,11 +356,13 @@ class Cost(_Value):
     Cost(input=0.25, total=0.25)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    # End of generated fields.
 
 
 # The zero usage and cost: defaults, and what a missing or null one reads as.
@@ -367,12 +377,14 @@ class Usage(_Value):
     Usage(input=10, output=5, total_tokens=15)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = _ZERO_COST
+    # End of generated fields.
 
 
 _ZERO_USAGE: Final = at_defaults(Usage)
@@ -394,8 +406,10 @@ class UserMessage(_Value):
     UserMessage(content='Fix the tests', timestamp=1764521310123)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     content: str | Sequence[UserContentBlock]
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["user"]:
@@ -423,6 +437,7 @@ class AssistantMessage(_Value):
 timestamp=0)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     content: Sequence[AssistantContentBlock]
     provider: str
     model: str
@@ -431,6 +446,7 @@ timestamp=0)
     stop_reason: StopReason = "stop"
     error_message: str | None = None
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["assistant"]:
@@ -455,12 +471,14 @@ class ToolResultMessage(_Value):
 content=[TextContent(text='# README')], timestamp=0)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     tool_call_id: str
     tool_name: str
     content: Sequence[UserContentBlock]
     is_error: bool = False
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["tool_result"]:
@@ -484,11 +502,13 @@ class CustomMessage(_Value):
     CustomMessage(custom_type='note', content='remember this', timestamp=0)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     custom_type: str
     content: str | Sequence[UserContentBlock]
     display: bool = True
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["custom"]:
@@ -509,9 +529,11 @@ class CompactionSummaryMessage(_Value):
     CompactionSummaryMessage(summary='We fixed the parser.', tokens_before=12000, timestamp=0)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     summary: str
     tokens_before: int
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["compaction_summary"]:
@@ -532,9 +554,11 @@ class BranchSummaryMessage(_Value):
     BranchSummaryMessage(summary='Tried a regex; abandoned.', from_id='a1b2c3d4', timestamp=0)
     """
 
+    # Fields: generated from the model table (python -m sessiontree.model._gen).
     summary: str
     from_id: str
     timestamp: int = field(default_factory=now_ms)
+    # End of generated fields.
 
     @property
     def role(self) -> Literal["branch_summary"]:
