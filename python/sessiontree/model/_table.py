@@ -11,8 +11,9 @@ holds a user to (:class:`Field`). This module makes, per type, from its row:
   tuples, costs as floats), then the field's rule;
 - the writer (:func:`to_json`): the tag, the fields in table order (for an entry the base
   fields first), defaults left out where the table says, unknown fields after;
-- the reader (:func:`from_json`): required keys, optional ones at their default, ``null``
-  where the table allows it, nested objects, unknown keys kept aside.
+- the reader (``Spec.read``, reached through :func:`read_tagged`): required keys,
+  optional ones at their default, ``null`` where the table allows it, nested objects,
+  unknown keys kept aside.
 
 The classes themselves (their annotations, read by type checkers and ``dataclasses``) are
 written in ``messages.py`` and ``entries.py``, which register them here;
@@ -32,7 +33,7 @@ from typing import Any, Final, cast
 from .. import _core
 from ..errors import SessionError
 
-__all__ = ["Field", "Spec", "check", "from_json", "reading", "register", "spec_of", "to_json"]
+__all__ = ["Field", "Spec", "check", "read_tagged", "reading", "register", "spec_of", "to_json"]
 
 _READING: Final[ContextVar[bool]] = ContextVar("sessiontree_reading", default=False)
 _MAX_FLOAT: Final = sys.float_info.max
@@ -177,6 +178,8 @@ class Field:
         elif kind in ("message", "messages"):
             self.classes = tagged("role")
         self.expected = _joined([c.__name__ for c in self.classes]) if self.classes else ""
+        if kind in ("message", "messages"):
+            self.expected = "messages"
         self.check: Callable[[Any, Field, Any], Any] = _CHECKS[kind]
         self.read: Callable[[Field, Any], Any] | None = _READS.get(kind)
 
@@ -230,7 +233,9 @@ class Spec:
 
     @property
     def read(self) -> Callable[[dict[str, Any]], Any]:
-        """The generated reader of a JSON object (see :func:`from_json`)."""
+        """The generated reader of a JSON object: an instance of the class (call it under
+        :func:`reading`). A missing required key raises ``KeyError`` naming it, for the
+        caller's message; a value of the wrong kind is the constructor's to refuse."""
         if self._read is None:
             self._read = _gen_read(self)
         return self._read
@@ -449,16 +454,7 @@ def _check_message(obj: Any, f: Field, v: Any) -> Any:
 
 
 def _check_messages(obj: Any, f: Field, v: Any) -> Any:
-    if isinstance(v, tuple):
-        items = v
-    elif isinstance(v, list):
-        items = tuple(v)
-    else:
-        raise invalid(obj, f.attr, _opt(f, "a list of messages"), v)
-    for item in items:
-        if not isinstance(item, f.classes):
-            raise invalid(obj, f"{f.attr} items", "messages", item)
-    return items
+    return _items(obj, f, v, _opt(f, "a list of messages"))
 
 
 _CHECKS: Final[dict[str, Callable[[Any, Field, Any], Any]]] = {
@@ -651,13 +647,6 @@ def _gen_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
 # --------------------------------------------------------------------------- reading
 
 
-def from_json(spec: Spec, d: dict[str, Any]) -> Any:
-    """An instance of ``spec``'s class from the JSON object ``d`` (call under
-    :func:`reading`). A missing required key raises ``KeyError`` naming it, for the
-    caller's message; a value of the wrong kind is the constructor's to refuse."""
-    return spec.read(d)
-
-
 _MISSING: Final = object()
 
 
@@ -741,7 +730,7 @@ def _read_nested(f: Field, v: Any) -> Any:
     spec = spec_of(f.classes[0])
     assert spec is not None
     try:
-        return from_json(spec, v)
+        return spec.read(v)
     except KeyError as exc:
         raise corrupt(f"{f.key} is missing field {exc.args[0]!r}") from None
 
