@@ -602,18 +602,20 @@ def _write_unknown(obj: Any) -> dict[str, Any]:
 
 
 # How a writer writes a value of each kind that is not written as it is (``{v}``).
+# Nested values are written by their class's writer, found in ``_WRITERS`` (``_W``) with
+# no call in between once their class has been written (``to_json`` fills it).
 _WRITE_AS: Final[dict[str, str]] = {
     "str_list": "list({v})",
-    "blocks": "[_tj(x) for x in {v}]",
-    "messages": "[_tj(x) for x in {v}]",
-    "str_or_blocks": "{v} if {v}.__class__ is str else [_tj(x) for x in {v}]",
-    "nested": "_tj({v})",
-    "message": "_tj({v})",
+    "blocks": "[_W.get(x.__class__, _tj)(x) for x in {v}]",
+    "messages": "[_W.get(x.__class__, _tj)(x) for x in {v}]",
+    "str_or_blocks": "{v} if {v}.__class__ is str else [_W.get(x.__class__, _tj)(x) for x in {v}]",
+    "nested": "_W.get({v}.__class__, _tj)({v})",
+    "message": "_W.get({v}.__class__, _tj)({v})",
 }
 
 
 def _gen_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
-    env: dict[str, Any] = {"_tj": to_json}
+    env: dict[str, Any] = {"_tj": to_json, "_W": _WRITERS}
     lines = ["def write(obj):"]
     literal = [] if spec.tag_key is None else [f"{spec.tag_key!r}: {spec.tag!r}"]
     after: list[str] = []  # from the first field left out at its default on
