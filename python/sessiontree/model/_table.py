@@ -564,8 +564,9 @@ def json_keys(obj: object, name: str, value: object) -> None:
 # --------------------------------------------------------------------------- writing
 
 
-def _is_default(value: object, default: object) -> bool:
-    # Same type as well as equal, so ``1`` does not pass for a default of ``True``.
+def is_default(value: object, default: object) -> bool:
+    """Whether ``value`` is ``default``: the same type as well as equal, so ``1`` does not
+    pass for a default of ``True``."""
     return value is default or (type(value) is type(default) and value == default)
 
 

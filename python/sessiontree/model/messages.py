@@ -30,7 +30,7 @@ import itertools
 import reprlib
 from collections.abc import Sequence
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
 from .._frozen import at_defaults, frozen
@@ -133,11 +133,6 @@ def _fmt(value: object) -> str:
     return _nested_repr.repr(value)
 
 
-def _is_default(value: object, default: object) -> bool:
-    # Same type as well as equal, so ``1`` does not pass for a default of ``True``.
-    return value is default or (type(value) is type(default) and value == default)
-
-
 # Constructor checks, the rules a user is held to and the JSON codec are made from the
 # engine's model table (``_table``); the names below are what the model's modules use.
 _invalid = _table.invalid
@@ -210,7 +205,7 @@ class _Value(_Lazy):
             if not f.repr or f.name in skip:
                 continue
             value = getattr(self, f.name)
-            if f.default is not dataclasses.MISSING and _is_default(value, f.default):
+            if f.default is not dataclasses.MISSING and _table.is_default(value, f.default):
                 continue
             parts.append(f"{f.name}={_fmt(value)}")
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -218,15 +213,6 @@ class _Value(_Lazy):
     def __post_init__(self) -> None:
         # Every field by its kind and rule in the model table (``_table.check``).
         _table.check(self)
-
-
-_V = TypeVar("_V", bound=_Value)
-
-
-def _keep_extra(obj: _V, data: dict[str, Any], known: frozenset[str]) -> _V:
-    """Attach the keys of ``data`` outside ``known`` to ``obj`` (rare; callers pre-check)."""
-    object.__setattr__(obj, "_extra", {k: v for k, v in data.items() if k not in known})
-    return obj
 
 
 # --------------------------------------------------------------------------- content blocks
@@ -341,8 +327,6 @@ AssistantContentBlock: TypeAlias = TextContent | ThinkingContent | ToolCall
 
 _USER_BLOCKS: Final = (TextContent, ImageContent)
 _ASSISTANT_BLOCKS: Final = (TextContent, ThinkingContent, ToolCall)
-_USER_BLOCKS_TEXT: Final = "TextContent or ImageContent"
-_ASSISTANT_BLOCKS_TEXT: Final = "TextContent, ThinkingContent or ToolCall"
 
 
 # --------------------------------------------------------------------------- usage
@@ -656,13 +640,6 @@ _table.register(
     *_MESSAGE_CLASSES[:-1],
     unknown={"role": UnknownMessage},
 )
-_BLOCK_CLASSES: Final = (TextContent, ThinkingContent, ImageContent, ToolCall)
-
-
-def _block_to_json(block: ContentBlock) -> dict[str, Any]:
-    if not isinstance(block, _BLOCK_CLASSES):
-        raise SessionError("invalid_argument", f"not a content block: {type(block).__name__}")
-    return _table.to_json(block)
 
 
 def message_to_dict(message: AgentMessage) -> dict[str, Any]:
