@@ -142,7 +142,6 @@ class Field:
         "attr",
         "check",
         "classes",
-        "ctor_default",
         "default",
         "expected",
         "key",
@@ -155,7 +154,9 @@ class Field:
     )
 
     def __init__(self, row: tuple[Any, ...]) -> None:
-        key, attr, kind, required, nullable, omit, arg, default, rule, ctor_default = row
+        # The last column, a constructor default of a required field, is the generated
+        # class body's (``_gen``): the dataclass default holds it.
+        key, attr, kind, required, nullable, omit, arg, default, rule, _ctor_default = row
         self.key: str = key
         self.attr: str = attr
         self.kind: str = kind
@@ -164,8 +165,6 @@ class Field:
         self.omit: bool = omit
         self.arg: Any = arg
         self.rule: str | None = rule
-        # What a constructor gives a field readers require (``now``, ``format_version``).
-        self.ctor_default: str | None = ctor_default
         # A constructor takes None where readers read null as None.
         self.accepts_none: bool = nullable and (required or default == "null")
         self.default: Any = None if default in (None, "{}") else json.loads(default)
