@@ -5,7 +5,8 @@ Type checkers and ``dataclasses`` need them spelled out in each class body, so t
 writes them there: in ``messages.py`` and ``entries.py``, each model class holds a block
 between the lines ``# Fields: generated ...`` and ``# End of generated fields.``, made from
 the class's row — the attribute names, their order (the constructor's positional order),
-their annotations and their defaults.
+their annotations and their defaults, and for a tagged type the property that gives its
+tag (``TextContent.type``, ``UserMessage.role``).
 
 Run ``python -m sessiontree.model._gen`` after changing the table; ``--check`` only reports
 (exit status 1) a block that differs, as the test suite does.
@@ -96,12 +97,24 @@ def _default(f: tuple[Any, ...]) -> str | None:
 
 
 def declarations(name: str) -> list[str]:
-    """The field lines of class ``name`` (indented, without the markers)."""
+    """The field lines of class ``name`` and, for a tagged type, the property that gives
+    its tag (indented, without the markers)."""
+    row = _ROWS[name]
     lines = []
-    for f in params(_ROWS[name]):
+    for f in params(row):
         default = _default(f)
         line = f"    {f[1]}: {annotation(f)}"
         lines.append(line if default is None else f"{line} = {default}")
+    tag_key, tag = row[1], row[2]
+    if tag_key is not None:
+        lines += [
+            "",
+            "    @property",
+            f"    def {tag_key}(self) -> Literal[{tag!r}]:".replace("'", '"'),
+            f'        """``"{tag}"``, the JSON ``{tag_key}`` of this class."""',
+            f"        return {tag!r}".replace("'", '"'),
+            "",
+        ]
     return lines
 
 

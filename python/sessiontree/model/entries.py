@@ -156,12 +156,13 @@ class MessageEntry(SessionTreeEntry):
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     message: AgentMessage
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["message"]:
-        """``"message"``."""
+        """``"message"``, the JSON ``type`` of this class."""
         return "message"
+
+    # End of generated fields.
 
     def __repr__(self) -> str:
         return (
@@ -180,12 +181,13 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     thinking_level: ThinkingLevel
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["thinking_level_change"]:
-        """``"thinking_level_change"``."""
+        """``"thinking_level_change"``, the JSON ``type`` of this class."""
         return "thinking_level_change"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -200,12 +202,13 @@ class ModelChangeEntry(SessionTreeEntry):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     provider: str
     model_id: str
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["model_change"]:
-        """``"model_change"``."""
+        """``"model_change"``, the JSON ``type`` of this class."""
         return "model_change"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -218,12 +221,13 @@ class ActiveToolsChangeEntry(SessionTreeEntry):
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     active_tool_names: Sequence[str]
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["active_tools_change"]:
-        """``"active_tools_change"``."""
+        """``"active_tools_change"``, the JSON ``type`` of this class."""
         return "active_tools_change"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -249,12 +253,13 @@ class CompactionEntry(SessionTreeEntry):
     details: Any = None
     usage: Usage | None = None
     from_hook: bool = False
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["compaction"]:
-        """``"compaction"``."""
+        """``"compaction"``, the JSON ``type`` of this class."""
         return "compaction"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -275,12 +280,13 @@ class BranchSummaryEntry(SessionTreeEntry):
     details: Any = None
     usage: Usage | None = None
     from_hook: bool = False
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["branch_summary"]:
-        """``"branch_summary"``."""
+        """``"branch_summary"``, the JSON ``type`` of this class."""
         return "branch_summary"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -295,12 +301,13 @@ class CustomEntry(SessionTreeEntry):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     custom_type: str
     data: Any = None
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["custom"]:
-        """``"custom"``."""
+        """``"custom"``, the JSON ``type`` of this class."""
         return "custom"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -320,12 +327,13 @@ class CustomMessageEntry(SessionTreeEntry):
     content: str | Sequence[UserContentBlock]
     details: Any = None
     display: bool = True
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["custom_message"]:
-        """``"custom_message"``."""
+        """``"custom_message"``, the JSON ``type`` of this class."""
         return "custom_message"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -340,12 +348,13 @@ class LabelEntry(SessionTreeEntry):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     target_id: str
     label: str | None
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["label"]:
-        """``"label"``."""
+        """``"label"``, the JSON ``type`` of this class."""
         return "label"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -358,12 +367,13 @@ class SessionInfoEntry(SessionTreeEntry):
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     name: str | None
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["session_info"]:
-        """``"session_info"``."""
+        """``"session_info"``, the JSON ``type`` of this class."""
         return "session_info"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -376,12 +386,13 @@ class LeafEntry(SessionTreeEntry):
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     target_id: str | None
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["leaf"]:
-        """``"leaf"``."""
+        """``"leaf"``, the JSON ``type`` of this class."""
         return "leaf"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -766,12 +777,13 @@ class SessionHeader(_Value):
     parent_session: str | None = None
     metadata: dict[str, Any] | None = None
     version: int = FORMAT_VERSION
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["session"]:
-        """``"session"``: the header's JSON ``type``."""
+        """``"session"``, the JSON ``type`` of this class."""
         return "session"
+
+    # End of generated fields.
 
     def __post_init__(self) -> None:
         if isinstance(self.cwd, os.PathLike):

@@ -233,12 +233,13 @@ class TextContent(_Value):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     text: str
     signature: str | None = None
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["text"]:
-        """The block's JSON ``type``: ``"text"``."""
+        """``"text"``, the JSON ``type`` of this class."""
         return "text"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -258,12 +259,13 @@ class ThinkingContent(_Value):
     thinking: str
     signature: str | None = None
     redacted: bool = False
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["thinking"]:
-        """The block's JSON ``type``: ``"thinking"``."""
+        """``"thinking"``, the JSON ``type`` of this class."""
         return "thinking"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -281,12 +283,13 @@ class ImageContent(_Value):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     data: str
     mime_type: str
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["image"]:
-        """The block's JSON ``type``: ``"image"``."""
+        """``"image"``, the JSON ``type`` of this class."""
         return "image"
+
+    # End of generated fields.
 
     def __repr__(self) -> str:
         # The payload is base64 and often megabytes long; its size is what is useful here.
@@ -310,12 +313,13 @@ class ToolCall(_Value):
     id: str
     name: str
     arguments: dict[str, Any]
-    # End of generated fields.
 
     @property
     def type(self) -> Literal["tool_call"]:
-        """The block's JSON ``type``: ``"tool_call"``."""
+        """``"tool_call"``, the JSON ``type`` of this class."""
         return "tool_call"
+
+    # End of generated fields.
 
 
 ContentBlock: TypeAlias = TextContent | ThinkingContent | ImageContent | ToolCall
@@ -393,12 +397,13 @@ class UserMessage(_Value):
     # Fields: generated from the model table (python -m sessiontree.model._gen).
     content: str | Sequence[UserContentBlock]
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["user"]:
-        """``"user"``."""
+        """``"user"``, the JSON ``role`` of this class."""
         return "user"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -430,12 +435,13 @@ timestamp=0)
     stop_reason: StopReason = "stop"
     error_message: str | None = None
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["assistant"]:
-        """``"assistant"``."""
+        """``"assistant"``, the JSON ``role`` of this class."""
         return "assistant"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -462,12 +468,13 @@ content=[TextContent(text='# README')], timestamp=0)
     is_error: bool = False
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["tool_result"]:
-        """``"tool_result"``."""
+        """``"tool_result"``, the JSON ``role`` of this class."""
         return "tool_result"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -492,12 +499,13 @@ class CustomMessage(_Value):
     display: bool = True
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["custom"]:
-        """``"custom"``."""
+        """``"custom"``, the JSON ``role`` of this class."""
         return "custom"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -517,12 +525,13 @@ class CompactionSummaryMessage(_Value):
     summary: str
     tokens_before: int
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["compaction_summary"]:
-        """``"compaction_summary"``."""
+        """``"compaction_summary"``, the JSON ``role`` of this class."""
         return "compaction_summary"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
@@ -542,12 +551,13 @@ class BranchSummaryMessage(_Value):
     summary: str
     from_id: str
     timestamp: int = field(default_factory=now_ms)
-    # End of generated fields.
 
     @property
     def role(self) -> Literal["branch_summary"]:
-        """``"branch_summary"``."""
+        """``"branch_summary"``, the JSON ``role`` of this class."""
         return "branch_summary"
+
+    # End of generated fields.
 
 
 @frozen(repr=False)
