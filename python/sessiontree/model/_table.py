@@ -68,8 +68,15 @@ def corrupt(message: str) -> SessionError:
     return SessionError("corrupt", message)
 
 
-def short_repr(value: object, limit: int = 60) -> str:
-    """``repr`` of ``value`` cut to about ``limit`` characters."""
+REPR_LIMIT: Final = 60
+"""About how many characters of a value reprs and error messages show."""
+
+
+def short_repr(value: object, limit: int = REPR_LIMIT) -> str:
+    """``repr`` of ``value`` cut to about ``limit`` characters (a str is cut before its
+    repr, so its quotes stay balanced)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[: limit - 1] + "…")
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -289,10 +296,13 @@ _FAST: Final[dict[str, str]] = {
     "nested": "{v}.__class__ is _cls{i}",
     "message": "{v}.__class__ in _msg{i}",
 }
-# When a value that passed its kind may break its rule (then the rule's function decides).
+# When a value that passed its kind may break its rule (then the rule's function decides),
+# by rule or by ``rule:kind`` where the kind matters.
 _RULE_SUSPECT: Final[dict[str, str]] = {
     "not_empty": "not {v}",
     "non_negative": "{v} < 0",
+    # (NaN and infinities fail it too.)
+    "non_negative:number": "not 0.0 <= {v} <= _MAX",
     "image_mime": "{v}[:6].lower() != 'image/'",
     "id": "not {v} or len({v}) > _SHORT_ID",
 }
@@ -334,9 +344,8 @@ def _gen_check(spec: Spec) -> Callable[[Any], None]:
         lines.append(f"            {v} = c")
         if f.rule is not None:
             env[f"_rule{i}"] = _RULES[f.rule]
-            suspect = _RULE_SUSPECT[f.rule].format(v=v)
-            if f.rule == "non_negative" and f.kind == "number":
-                suspect = f"not 0.0 <= {v} <= _MAX"
+            suspect = _RULE_SUSPECT.get(f"{f.rule}:{f.kind}", _RULE_SUSPECT[f.rule])
+            suspect = suspect.format(v=v)
             if f.accepts_none:
                 suspect = f"{v} is not None and ({suspect})"
             lines.append(f"    if {suspect}:")

@@ -82,7 +82,7 @@ MESSAGE_ROLES: Final[tuple[str, ...]] = _core.MESSAGE_ROLES
 
 # --------------------------------------------------------------------------- helpers
 
-_REPR_LIMIT: Final = 60
+_REPR_LIMIT: Final = _table.REPR_LIMIT
 _REPR_ITEMS: Final = 3
 
 
@@ -112,11 +112,7 @@ _nested_repr.maxtuple = 4
 _nested_repr.maxlevel = 3
 
 
-def _short(text: str, limit: int = _REPR_LIMIT) -> str:
-    """``repr`` of ``text`` cut to about ``limit`` characters."""
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return repr(text)
+_short = _table.short_repr
 
 
 def _fmt(value: object) -> str:
