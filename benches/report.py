@@ -313,7 +313,7 @@ ORDER = list(TARGETS)
 def rows_from(data: dict[str, Any]) -> list[Row]:
     groups: dict[str, dict[str, dict[str, Any]]] = {}
     for b in data["benchmarks"]:
-        impl = b["extra_info"].get("impl") or b["params"].get("impl")
+        impl = b["extra_info"].get("impl") or (b["params"] or {}).get("impl")
         groups.setdefault(b["group"] or b["name"], {})[impl] = b
     rows = [Row(g, benches) for g, benches in groups.items()]
 

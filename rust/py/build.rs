@@ -212,11 +212,13 @@ fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
             def.class
         )));
     }
-    // Every slot must be filled: the dataclass's fields are exactly the table's and `_extra`.
+    // Every slot must be filled: the class's fields (`__st_fields__`, which the model's
+    // `frozen` decorator keeps, bases' first) are exactly the table's and `_extra`.
     let declared: Vec<String> = cls
-        .py()
-        .import("dataclasses")?
-        .call_method1("fields", (cls,))?
+        .getattr("__st_fields__")
+        .map_err(|_| {
+            PyTypeError::new_err(format!("{} is not a model class (no fields)", def.class))
+        })?
         .try_iter()?
         .map(|f| f?.getattr("name")?.extract::<String>())
         .collect::<PyResult<_>>()?;

@@ -13,7 +13,7 @@ import pickle
 import subprocess
 import sys
 from dataclasses import field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -142,3 +142,91 @@ def test_importing_the_package_compiles_no_code() -> None:
 def test_model_objects_hash_and_replace(obj: Any) -> None:
     assert hash(obj) == hash(dataclasses.replace(obj))
     assert dataclasses.replace(obj) == obj
+
+
+def test_importing_the_package_imports_no_dataclasses() -> None:
+    # `dataclasses` imports `inspect` (and `ast`, `dis`, `tokenize`): about half of what
+    # `import sessiontree` cost. The model's classes make what it would on first look.
+    code = (
+        "import sys, sessiontree\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))\n"
+        "sessiontree.UserMessage('hi') == sessiontree.UserMessage('hi')\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split("\n")[:2] == ["[]", "[]"]
+
+
+def _declare(decorate: Any, base_decorate: Any) -> tuple[type, type]:
+    """The same two classes (a keyword-only base and a subclass that overrides a base's
+    property with a field, has a ClassVar, an init=False field and defaults), made by
+    ``decorate``."""
+
+    @base_decorate
+    class Base:
+        hidden: int | None = field(default=None, init=False, repr=False, compare=False)
+        id: str = "x"
+        when: int = field(default_factory=lambda: 7)
+
+        @property
+        def kind(self) -> str:
+            return "base"
+
+    @decorate
+    class Sub(Base):
+        kind: str = field()  # type: ignore[assignment]
+        body: tuple[int, ...]
+        LIMIT: ClassVar[int] = 3
+        note: str = field(default="", compare=False)
+
+    return Base, Sub
+
+
+def test_classes_are_what_dataclass_makes() -> None:
+    import inspect
+
+    ours = _declare(frozen, frozen(kw_only=True))
+    theirs = _declare(
+        dataclasses.dataclass(frozen=True, slots=True),
+        dataclasses.dataclass(frozen=True, slots=True, kw_only=True),
+    )
+    for mine, ref in zip(ours, theirs, strict=True):
+
+        def shape(f: Any) -> tuple[Any, ...]:
+            return (f.name, f.init, f.repr, f.compare, f.kw_only, f.default)
+
+        assert [shape(f) for f in dataclasses.fields(mine)] == [
+            shape(f) for f in dataclasses.fields(ref)
+        ]
+        assert mine.__match_args__ == ref.__match_args__  # type: ignore[attr-defined]
+        assert mine.__slots__ == ref.__slots__  # type: ignore[attr-defined]
+        assert str(inspect.signature(mine)) == str(inspect.signature(ref))
+        assert mine.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    sub_ours, sub_ref = ours[1](kind="k", body=(1,), id="i"), theirs[1]("k", (1,), id="i")
+    assert repr(sub_ours).split("(", 1)[1] == repr(sub_ref).split("(", 1)[1]
+    assert (sub_ours.when, sub_ours.hidden, sub_ours.LIMIT) == (7, None, 3)
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @frozen
+        class Wrong:
+            a: int = 0
+            b: int
+
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @frozen
+        class Mutable:
+            a: list[int] = []  # noqa: RUF012
+
+
+def test_signatures_of_model_classes_before_first_use() -> None:
+    import inspect
+
+    code = "import inspect, sessiontree as st; print(inspect.signature(st.LabelEntry))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == str(inspect.signature(st.LabelEntry))
+    assert out.startswith("(target_id: 'str', label: 'str | None', *, id: 'str'")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
-from .._frozen import frozen
+from .._frozen import field, frozen
 from ..errors import SessionError
 from ..model.entries import SessionTreeEntry
 from ..model.messages import (

@@ -9,11 +9,10 @@ transforms run after it, in order; projectors turn ``custom`` entries into messa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-from .._frozen import frozen
+from .._frozen import field, frozen
 from ..errors import SessionError
 from ..model.entries import (
     ActiveToolsChangeEntry,

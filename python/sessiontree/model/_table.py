@@ -662,9 +662,9 @@ _MISSING: Final = object()
 
 
 def _gen_read(spec: Spec) -> Callable[[dict[str, Any]], Any]:
-    import dataclasses
+    from .._frozen import fields
 
-    defaults = {f.name: f.default for f in dataclasses.fields(spec.cls)}
+    defaults = {f.name: f.default for f in fields(spec.cls)}
     env: dict[str, Any] = {
         "_cls": spec.cls,
         "_keys": spec.keys,

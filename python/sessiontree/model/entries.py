@@ -27,15 +27,13 @@ True
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
-from .._frozen import frozen
+from .._frozen import field, fields, frozen
 from .._util import iso_to_datetime, now_iso, uuid7
 from ..errors import SessionError
 from . import _table
@@ -743,7 +741,7 @@ def _unread_slots_of(cls: type) -> tuple[Any, ...]:
         preset = _SET_UNREAD if issubclass(cls, SessionTreeEntry) else frozenset()
         slots = tuple(
             next(b.__dict__[f.name] for b in cls.__mro__ if f.name in b.__dict__)
-            for f in dataclasses.fields(cls)
+            for f in fields(cls)
             if f.name not in preset
         )
         _SLOTS[cls] = slots

@@ -25,15 +25,13 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import reprlib
 from collections.abc import Sequence
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
-from .._frozen import at_defaults, frozen
+from .._frozen import MISSING, at_defaults, field, fields, frozen
 from .._util import iso_to_ms, now_ms
 from ..errors import SessionError
 from . import _table
@@ -197,11 +195,11 @@ class _Value(_Lazy):
     def __repr__(self) -> str:
         parts = []
         skip = self._REPR_SKIP
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             if not f.repr or f.name in skip:
                 continue
             value = getattr(self, f.name)
-            if f.default is not dataclasses.MISSING and _table.is_default(value, f.default):
+            if f.default is not MISSING and _table.is_default(value, f.default):
                 continue
             parts.append(f"{f.name}={_fmt(value)}")
         return f"{type(self).__name__}({', '.join(parts)})"
