@@ -76,16 +76,32 @@ def st_open(path: str | os.PathLike[str]) -> Summary:
         storage.close()
 
 
-def st_resume(path: str | os.PathLike[str]) -> tuple[str | None, int, Any]:
-    """Writer open + the context of the leaf: what an agent does to continue a session."""
+def st_resume(path: str | os.PathLike[str]) -> tuple[str | None, int, Any, Any]:
+    """Writer open + the context of the leaf: what an agent does to continue a session.
+
+    The session is returned open, as an agent continuing it keeps it (:func:`close_all`
+    closes it): closing a storage reads the lines of the entries it handed out unread,
+    so that they stay valid after close, which is a cost of closing, not of resuming.
+    """
     from sessiontree import JsonlSessionStorage, Session
 
-    with Session(JsonlSessionStorage.open(path)) as session:
-        return session.get_leaf_id(), len(session), session.build_context()
+    session = Session(JsonlSessionStorage.open(path))
+    OPEN.append(session)
+    return session.get_leaf_id(), len(session), session.build_context(), session
 
 
-def st_resume_summary(result: tuple[str | None, int, Any]) -> Summary:
-    leaf, n, ctx = result
+OPEN: list[Any] = []
+"""Sessions a scenario left open."""
+
+
+def close_all() -> None:
+    """Closes the sessions scenarios left open."""
+    while OPEN:
+        OPEN.pop().close()
+
+
+def st_resume_summary(result: tuple[str | None, int, Any, Any]) -> Summary:
+    leaf, n, ctx, _ = result
     return Summary(leaf, n, len(ctx.messages), context_digest(st_pairs(ctx.messages)))
 
 
@@ -127,7 +143,9 @@ SCENARIOS: dict[tuple[str, str], tuple[Callable[[str], Any], Callable[[Any], Sum
 # -- peak RSS ------------------------------------------------------------------------------
 
 
-def measure_peak_rss(scenario: str, impl: str, path: str | os.PathLike[str]) -> tuple[int, Summary]:
+def measure_peak_rss(
+    scenario: str, impl: str, path: str | os.PathLike[str]
+) -> tuple[int, Summary, tuple[int | None, int | None]]:
     """Runs one scenario once in a fresh interpreter.
 
     The worker is started by a small launcher process, which waits for it and reads
@@ -136,7 +154,10 @@ def measure_peak_rss(scenario: str, impl: str, path: str | os.PathLike[str]) -> 
     the high-water mark of the forked copy across ``exec``.
 
     Returns:
-        the worker's peak RSS in bytes and its summary.
+        the worker's peak RSS in bytes (the whole process, its close included), its
+        summary, and its peaks before and after the summary was made (None where
+        ``/proc`` does not tell): for ``resume``, the peak of open + ``build_context``
+        alone, and the peak once the summary built every context message.
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
@@ -145,7 +166,11 @@ def measure_peak_rss(scenario: str, impl: str, path: str | os.PathLike[str]) -> 
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr.decode()}")
     report = json.loads(proc.stdout)
-    return report["peak_rss"], Summary(**report["summary"])
+    return (
+        report["peak_rss"],
+        Summary(**report["summary"]),
+        (report["peak_rss_run"], report["peak_rss_read"]),
+    )
 
 
 def _launch(argv: list[str]) -> int:
@@ -158,15 +183,34 @@ def _launch(argv: list[str]) -> int:
         return proc.returncode
     # This launcher has waited for exactly one child: the maximum is that child's peak.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    sys.stdout.write(json.dumps({"peak_rss": peak, "summary": json.loads(proc.stdout)}))
+    sys.stdout.write(json.dumps({"peak_rss": peak, **json.loads(proc.stdout)}))
     return 0
+
+
+def _peak_so_far() -> int | None:
+    """This process's peak RSS in bytes so far (Linux: ``VmHWM``), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _worker(argv: list[str]) -> int:
     scenario, impl, path = argv
     run, summarize = SCENARIOS[(scenario, impl)]
-    summary = summarize(run(path))
-    sys.stdout.write(json.dumps(summary.__dict__))
+    result = run(path)
+    # The peak of the scenario itself, before the summary reads every context message
+    # (which builds each one, with its text: sessiontree builds messages on first use).
+    peak_run = _peak_so_far()
+    summary = summarize(result)
+    peak_read = _peak_so_far()
+    close_all()
+    report = {"summary": summary.__dict__, "peak_rss_run": peak_run, "peak_rss_read": peak_read}
+    sys.stdout.write(json.dumps(report))
     return 0
 
 

@@ -162,6 +162,8 @@ class Row:
         stats = b["stats"]
         if self.scenario.startswith("append"):
             return float(stats["mean"])
+        if self.scenario == "newest-20-first":
+            return float(b["extra_info"]["first_call"])
         if self.scenario == "import":
             return float(stats["median"]) - float(b["extra_info"]["bare_interpreter"])
         return float(stats["median"])
@@ -193,6 +195,10 @@ def label(row: Row) -> str:
         return "append 1 message, `group` (amortised)"
     if s == "newest-20":
         return f"newest 20 entries, `get_entries(limit=20, reverse=True)` ({fmt_n(n)})"
+    if s == "newest-20-first":
+        return f"newest 20 entries, first call after open, a fresh process ({fmt_n(n)})"
+    if s == "resume-indexed":
+        return f"resume with index: open {fmt_n(n)} entries{mb} + build context ({ctx:,} msgs)"
     if s == "branch-tail-20":
         return f"newest 20 entries of the branch, `get_entry` walk ({fmt_n(n)})"
     if s == "build-context":
@@ -234,9 +240,12 @@ def _time_target(limit: float) -> Check:
 def _resume(row: Row) -> tuple[str, bool | None]:
     if row.info("n") != 100_000:
         return "—", None
-    st, rss = row.figure("sessiontree"), row.info("peak_rss")
-    ok = None if st is None or rss is None else (st <= 0.25 and rss <= 120e6)
-    return "≤ 0.25 s (no index), ≤ 120 MB", ok
+    # The peak of open + build_context itself (the harness then reads every message).
+    st, rss = row.figure("sessiontree"), row.info("peak_rss_run") or row.info("peak_rss")
+    indexed = row.scenario == "resume-indexed"
+    limit = 0.1 if indexed else 0.25
+    ok = None if st is None or rss is None else (st <= limit and rss <= 120e6)
+    return f"≤ {fmt_time(limit)} ({'with' if indexed else 'no'} index), ≤ 120 MB", ok
 
 
 def _build_context(row: Row) -> tuple[str, bool | None]:
@@ -289,12 +298,14 @@ TARGETS: dict[str, Check] = {
     "agent-turn": _time_target(1e-3),
     "build-context": _build_context,
     "resume": _resume,
+    "resume-indexed": _resume,
     "open": _open,
     "reopen": _reopen,
     "append-flush": _time_target(3e-6),
     "append-group": _time_target(3e-6),
     "append-fsync": _fsync,
     "newest-20": _time_target(50e-6),
+    "newest-20-first": _time_target(50e-6),
     "branch-tail-20": _time_target(1e-3),
     "get-tree": _time_target(0.15),
     "fork": _time_target(0.06),
@@ -346,6 +357,11 @@ def table(data: dict[str, Any]) -> str:
             if rss_st is None and rss_bl is None
             else f"{fmt_bytes(rss_st)} / {fmt_bytes(rss_bl)}"
         )
+        run_st, read_st = row.info("peak_rss_run"), row.info("peak_rss_read")
+        if row.scenario.startswith("resume") and run_st is not None:
+            # sessiontree's context builds each message on first use: the peak of open +
+            # build_context, then the peak once every message was read (the cross-check).
+            rss = f"{fmt_bytes(run_st)}, {fmt_bytes(read_st)} all read / {fmt_bytes(rss_bl)}"
         check = TARGETS.get(row.scenario)
         target, ok = check(row) if check else ("—", None)
         met = "—" if ok is None else ("yes" if ok else "**no**")
