@@ -8,8 +8,6 @@ the index an earlier open wrote, as a user reopening an unchanged session would 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from harness import IMPLS, SCENARIOS, close_all, measure_peak_rss
 from pytest_benchmark.fixture import BenchmarkFixture

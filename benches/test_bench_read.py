@@ -81,10 +81,10 @@ import json, sys, time
 import sessiontree as st
 storage = st.JsonlSessionStorage.open(sys.argv[1], readonly=True)
 start = time.perf_counter()
-entries = storage.get_entries(limit=%d, reverse=True)
+entries = storage.get_entries(limit=TAIL, reverse=True)
 took = time.perf_counter() - start
 print(json.dumps({"seconds": took, "ids": [e.id for e in entries]}))
-""" % TAIL
+""".replace("TAIL", str(TAIL))
 
 
 def test_newest_entries_first_call(
