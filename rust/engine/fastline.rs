@@ -581,16 +581,19 @@ fn hex4(b: &[u8], p: usize) -> Option<u16> {
 /// an escape; `None` for a control character, an invalid escape or no closing quote.
 #[inline]
 fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
-    string_end_with(b, start, |block| {
-        #[cfg(target_arch = "x86_64")]
-        if simd::has_avx2() {
-            // SAFETY: the CPU has AVX2 (checked at run time), all the function requires.
-            // (It stays a call: inlining the scan loop into an AVX2 function made LLVM
-            // unpack every mask bit by bit.)
-            return unsafe { simd::masks64_avx2(block) };
-        }
-        masks64(block)
-    })
+    #[cfg(target_arch = "x86_64")]
+    if simd::has_avx2() {
+        return string_end_with(
+            b,
+            start,
+            // SAFETY: the CPU has AVX2 (checked at run time), all either function
+            // requires. (They stay calls: inlining the scan loop into an AVX2 function
+            // made LLVM unpack every mask bit by bit.)
+            |block| unsafe { simd::masks64_avx2(block) },
+            |block| Some(unsafe { simd::escape_letters_avx2(block) }),
+        );
+    }
+    string_end_with(b, start, masks64, |_| None)
 }
 
 /// The masks of 64 bytes: quotes, backslashes and control characters (bit `i`: byte `i`).
@@ -617,33 +620,38 @@ fn escaped_chars(backslash: u64, carry: &mut u64) -> u64 {
     (EVEN ^ even_starts << 1) & follows_escape
 }
 
-/// [`string_end`] with `masks` giving the masks of 64 bytes.
+/// [`string_end`] with `masks` giving the masks of 64 bytes, and `letters` the masks of
+/// their bytes that may follow a backslash (the simple escapes, then `u`), or None to
+/// look each escaped byte up in a table instead.
 ///
 /// The string is looked at in 64-byte blocks: the quotes that are not escaped end it,
-/// the escaped characters are checked from their masks (a table look-up each; `\u`
-/// escapes by [`unicode_escape_end`]), and a control character before the end refuses it.
+/// the escaped characters are checked (from `letters`' masks, or a table look-up each;
+/// `\u` escapes by [`unicode_escape_end`]), and a control character before the end
+/// refuses it.
 #[inline(always)]
 fn string_end_with(
     b: &[u8],
     start: usize,
     masks: impl Fn(&[u8]) -> Masks,
+    letters: impl Fn(&[u8]) -> Option<(u64, u64)>,
 ) -> Option<(usize, bool)> {
     let mut escaped = false;
     let (mut base, mut carry) = (start, 0u64);
     // A `\u` trailing surrogate checked with its leading one: its `u` is skipped.
     let mut checked_until = 0;
+    // The text's last bytes, padded with a plain byte (an escape reaching past the end
+    // finds it and is refused; no quote there: unterminated).
+    let mut padded = [b'a'; 64];
     loop {
-        let m = match b.get(base..base + 64) {
-            Some(block) => masks(block),
+        let block = match b.get(base..base + 64) {
+            Some(block) => block,
             None => {
-                // The text's last bytes, padded with a plain byte (an escape reaching
-                // past the end finds it and is refused; no quote there: unterminated).
                 let tail = b.get(base..)?;
-                let mut padded = [b'a'; 64];
                 padded[..tail.len()].copy_from_slice(tail);
-                masks(&padded)
+                &padded[..]
             }
         };
+        let m = masks(block);
         let escapes = escaped_chars(m.backslash, &mut carry);
         let quotes = m.quote & !escapes;
         // The bytes of this block before the closing quote (all of it if none).
@@ -654,12 +662,21 @@ fn string_end_with(
         if m.control & inside != 0 {
             return None;
         }
-        let mut letters = escapes & inside;
-        escaped |= letters != 0;
-        while letters != 0 {
-            let at = base + letters.trailing_zeros() as usize;
-            letters &= letters - 1;
-            // (A backslash ending the text escapes the padding: no letter, no string.)
+        let mut escaped_here = escapes & inside;
+        if escaped_here != 0 {
+            escaped = true;
+            if let Some((simple, unicode)) = letters(block) {
+                // Every escaped byte is a letter; only `\u` escapes need a closer look.
+                // (A backslash ending the text escapes the padding: no letter, no string.)
+                if escaped_here & !(simple | unicode) != 0 {
+                    return None;
+                }
+                escaped_here &= unicode;
+            }
+        }
+        while escaped_here != 0 {
+            let at = base + escaped_here.trailing_zeros() as usize;
+            escaped_here &= escaped_here - 1;
             match ESCAPES[usize::from(*b.get(at)?)] {
                 SIMPLE => {}
                 UNICODE if at < checked_until => {}
@@ -719,9 +736,9 @@ fn masks16(block: &[u8; 16]) -> (u16, u16, u16) {
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_set1_epi8, _mm256_set_epi64x, _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8,
-        _mm_set1_epi8, _mm_set_epi64x,
+        __m128i, __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm_cmpeq_epi8, _mm_min_epu8,
+        _mm_movemask_epi8, _mm_set1_epi8, _mm_set_epi64x,
     };
     use std::sync::OnceLock;
 
@@ -750,16 +767,44 @@ mod simd {
         (bits(quote), bits(backslash), bits(control))
     }
 
+    /// The first 32 bytes of `h` (which has at least 32).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load32(h: &[u8]) -> __m256i {
+        assert!(h.len() >= 32);
+        // SAFETY: `h` has 32 bytes to read (just checked); the load takes any alignment.
+        unsafe { _mm256_loadu_si256(h.as_ptr().cast::<__m256i>()) }
+    }
+
+    /// The masks of the bytes of a 64-byte `block` that are a simple escape's letter
+    /// (`" \ / b f n r t`) and of those that are `u`, with AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn escape_letters_avx2(block: &[u8]) -> (u64, u64) {
+        let half = |h: &[u8]| -> (u64, u64) {
+            let v = load32(h);
+            let is = |c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+            let simple = _mm256_or_si256(
+                _mm256_or_si256(
+                    _mm256_or_si256(is(b'"'), is(b'\\')),
+                    _mm256_or_si256(is(b'/'), is(b'b')),
+                ),
+                _mm256_or_si256(
+                    _mm256_or_si256(is(b'f'), is(b'n')),
+                    _mm256_or_si256(is(b'r'), is(b't')),
+                ),
+            );
+            let bits = |m: __m256i| u64::from(_mm256_movemask_epi8(m) as u32);
+            (bits(simple), bits(is(b'u')))
+        };
+        let (lo, hi) = (half(&block[..32]), half(&block[32..64]));
+        (lo.0 | hi.0 << 32, lo.1 | hi.1 << 32)
+    }
+
     /// [`super::masks64`] with AVX2; `block` is 64 bytes.
     #[target_feature(enable = "avx2")]
     pub(super) fn masks64_avx2(block: &[u8]) -> Masks {
         let half = |h: &[u8]| -> (u64, u64, u64) {
-            let v: __m256i = _mm256_set_epi64x(
-                word(&h[24..32]),
-                word(&h[16..24]),
-                word(&h[8..16]),
-                word(&h[..8]),
-            );
+            let v = load32(h);
             let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
             let backslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
             let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v);
@@ -817,11 +862,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn escape_letters_are_the_table_s() {
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_avx2() {
+            for first in (0..=255u8).step_by(64) {
+                let block: Vec<u8> = (0..64).map(|i| first.wrapping_add(i)).collect();
+                let mut want = (0u64, 0u64);
+                for (i, &x) in block.iter().enumerate() {
+                    match ESCAPES[usize::from(x)] {
+                        SIMPLE => want.0 |= 1 << i,
+                        UNICODE => want.1 |= 1 << i,
+                        _ => {}
+                    }
+                }
+                // SAFETY: the CPU has AVX2 (just checked).
+                assert_eq!(
+                    unsafe { simd::escape_letters_avx2(&block) },
+                    want,
+                    "{first}"
+                );
+            }
+        }
+    }
+
     /// Where a string scan ends, checking the dispatched (AVX2 here) and SSE2 scans agree.
     fn scan_string(s: &str) -> Option<usize> {
         let mut sc = Scanner::new(s, 10);
         let got = sc.string().map(|_| sc.pos);
-        let sse2 = string_end_with(s.as_bytes(), 1, masks64).map(|(end, _)| end + 1);
+        let sse2 = string_end_with(s.as_bytes(), 1, masks64, |_| None).map(|(end, _)| end + 1);
         assert_eq!(got, sse2, "{s}");
         got
     }
