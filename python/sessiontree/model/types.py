@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from .. import _core
 from .._frozen import frozen
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .entries import SessionTreeEntry
     from .messages import AgentMessage
 
