@@ -110,6 +110,13 @@ def test_user_subclasses_with_dataclass_work() -> None:
     assert dataclasses.fields(Tagged)[-1].name == "label"
 
 
+def _fresh(code: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def test_importing_the_package_compiles_no_code() -> None:
     # Generated source run through `exec` is what dataclass-made methods cost at import
     # (the import system's own compiles of modules without bytecode are not counted).
@@ -125,9 +132,7 @@ def test_importing_the_package_compiles_no_code() -> None:
         "import sessiontree\n"
         "print(n[0])\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    out = _fresh(code)
     assert out.strip() == "0"
 
 
@@ -153,9 +158,7 @@ def test_importing_the_package_imports_no_dataclasses() -> None:
         "sessiontree.UserMessage('hi') == sessiontree.UserMessage('hi')\n"
         "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    out = _fresh(code)
     assert out.split("\n")[:2] == ["[]", "[]"]
 
 
@@ -225,8 +228,6 @@ def test_signatures_of_model_classes_before_first_use() -> None:
     import inspect
 
     code = "import inspect, sessiontree as st; print(inspect.signature(st.LabelEntry))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    out = _fresh(code)
     assert out.strip() == str(inspect.signature(st.LabelEntry))
     assert out.startswith("(target_id: 'str', label: 'str | None', *, id: 'str'")
