@@ -8,8 +8,13 @@ the two cannot drift apart.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import subprocess
+import sys
 import typing
+from typing import Any
 
 import pytest
 
@@ -114,15 +119,39 @@ def test_values() -> None:
 
 
 @pytest.mark.parametrize(
-    ("alias", "core_name"),
+    ("module", "alias", "core_name"),
     [
-        (entries.ThinkingLevel, "THINKING_LEVELS"),
-        (messages.StopReason, "STOP_REASONS"),
-        (base.Durability, "DURABILITY_MODES"),
+        (entries, "ThinkingLevel", "THINKING_LEVELS"),
+        (messages, "StopReason", "STOP_REASONS"),
+        (base, "Durability", "DURABILITY_MODES"),
     ],
 )
-def test_literal_alias_matches_engine(alias: object, core_name: str) -> None:
-    assert typing.get_args(alias) == getattr(_core, core_name)
+def test_literal_alias_matches_engine(module: Any, alias: str, core_name: str) -> None:
+    # What type checkers read: the alias spelled out under `if TYPE_CHECKING:`.
+    tree = ast.parse(inspect.getsource(module))
+    spelled = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and alias
+        in [
+            t.id
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name)
+        ]
+    ]
+    assert len(spelled) == 1, f"{alias} is spelled out once"
+    literal = spelled[0]
+    assert isinstance(literal, ast.Subscript) and ast.unparse(literal.value) == "Literal"
+    assert ast.literal_eval(literal.slice) == getattr(_core, core_name)
+    # What a program reads at run time: made on first use from the engine's values.
+    assert typing.get_args(getattr(module, alias)) == getattr(_core, core_name)
+
+
+def test_importing_the_package_imports_no_typing() -> None:
+    code = "import sys, sessiontree; print('typing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_tables_keyed_by_the_names_cover_them_exactly() -> None:

@@ -8,8 +8,6 @@ with :class:`JsonlSessionRepo`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .context import (
     EntryProjector,
     EntryTransform,
@@ -87,7 +85,10 @@ from .storage import (
     SessionStorage,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
     from .adapters.openai_agents import OpenAIAgentsSession
     from .adapters.pydantic_ai import PydanticAIConversationStore

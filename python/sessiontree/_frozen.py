@@ -25,22 +25,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-elif TYPE_CHECKING:
-    from typing_extensions import dataclass_transform
-else:  # 3.10 at run time: the marker is for type checkers only
+from ._typing import cast, overload
 
-    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    if sys.version_info >= (3, 11):
+        from typing import dataclass_transform
+    else:
+        from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T", bound=type)
+    _V = TypeVar("_V")
+else:
+    # A marker for type checkers only.
+    def dataclass_transform(**_: object) -> object:
         return lambda fn: fn
-
-
-__all__ = ["MISSING", "at_defaults", "field", "fields", "frozen"]
-
-_T = TypeVar("_T", bound=type)
-_V = TypeVar("_V")
 
 
 class _Missing:
@@ -476,6 +478,6 @@ def frozen(
         ):
             if name not in own:
                 type.__setattr__(made, name, fn)
-        return cast(_T, made)
+        return cast("_T", made)
 
     return wrap if cls is None else wrap(cls)

@@ -11,13 +11,14 @@ import _thread
 import functools
 import os
 import time
-from typing import TYPE_CHECKING, Final
 
 from .errors import SessionError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from datetime import datetime, timedelta, timezone
+    from typing import Final
 
 __all__ = [
     "iso_to_datetime",

@@ -8,9 +8,11 @@ malformed line, ``except OSError`` for an I/O failure, and so on.
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 from . import _core
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "ERROR_CODES",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
 
 from ._util import now_iso
 from .context import ContextCache, SessionContextBuildOptions, merge_context_build_options
@@ -20,13 +19,18 @@ from .model.entries import (
     ModelChangeEntry,
     SessionInfoEntry,
     SessionTreeEntry,
-    ThinkingLevel,
     ThinkingLevelChangeEntry,
     entry_to_json,
 )
 from .model.messages import AgentMessage, Usage, UserContentBlock
 from .model.types import SessionContext, SessionStats, TreeNode
 from .storage import SessionStorage
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .model.entries import ThinkingLevel
 
 __all__ = ["Session"]
 

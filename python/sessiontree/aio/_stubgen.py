@@ -153,11 +153,42 @@ def _members(cls: type) -> Iterator[tuple[str, Any]]:
             yield name, value
 
 
+_SCOPES: dict[str, dict[str, Any]] = {}
+
+
+def _checking_scope(module_globals: dict[str, Any]) -> dict[str, Any]:
+    """A module's globals with what it imports for type checkers only (its top-level
+    ``if TYPE_CHECKING:`` imports: the package does not import ``typing`` at run time)."""
+    name = module_globals["__name__"]
+    scope = _SCOPES.get(name)
+    if scope is None:
+        import importlib
+
+        scope = dict(module_globals)
+        tree = ast.parse(inspect.getsource(sys.modules[name]))
+        for node in tree.body:
+            if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+                continue
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom):
+                    package = module_globals.get("__package__")
+                    source = importlib.import_module(
+                        "." * stmt.level + (stmt.module or ""), package
+                    )
+                    for alias in stmt.names:
+                        scope[alias.asname or alias.name] = getattr(source, alias.name)
+                elif isinstance(stmt, ast.Import):
+                    for alias in stmt.names:
+                        scope[alias.asname or alias.name] = importlib.import_module(alias.name)
+        _SCOPES[name] = scope
+    return scope
+
+
 def _function(
     name: str, fn: Callable[..., Any], imports: _Imports, decorator: str | None = None
 ) -> list[str]:
     sync = getattr(fn, TWIN_MARK, None)
-    scope = (sync or fn).__globals__
+    scope = _checking_scope((sync or fn).__globals__)
     sig = inspect.signature(fn)
     for p in sig.parameters.values():
         imports.note(p.annotation, scope)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 from .._frozen import field, frozen
 from ..errors import SessionError
@@ -34,6 +33,10 @@ from ..model.messages import (
     create_custom_message,
 )
 from ..model.types import ContextState, ModelRef, SessionContext
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "EntryProjector",

@@ -24,7 +24,6 @@ cold :func:`~sessiontree.build_session_context`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from ..model.entries import (
     ActiveToolsChangeEntry,
@@ -47,7 +46,10 @@ from .build import (
     split_at_latest_compaction,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..storage import SessionStorage
 
 __all__ = ["ContextCache"]

@@ -28,10 +28,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final, cast
 
 from .. import _core
+from .._typing import cast
 from ..errors import SessionError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["Field", "Spec", "check", "read_tagged", "reading", "register", "spec_of", "to_json"]
 

@@ -30,10 +30,10 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
 from .._frozen import field, fields, frozen
+from .._typing import literal_aliases
 from .._util import iso_to_datetime, now_iso, uuid7
 from ..errors import SessionError
 from . import _table
@@ -51,6 +51,10 @@ from .messages import (
     _Value,
     message_to_dict,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [
     "ENTRY_TYPES",
@@ -92,8 +96,12 @@ MAX_ID_BYTES: Final = _core.MAX_ID_BYTES
 
 # Type checkers need the values spelled out; tests/test_constants.py checks that they
 # equal ``THINKING_LEVELS``.
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
-"""How much reasoning the model is asked for."""
+if TYPE_CHECKING:
+    ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+    """How much reasoning the model is asked for."""
+else:
+    # Made on first use (`typing` is not imported by `import sessiontree`).
+    __getattr__ = literal_aliases(globals(), ThinkingLevel="THINKING_LEVELS")
 
 THINKING_LEVELS: Final[tuple[str, ...]] = _core.THINKING_LEVELS
 """The allowed thinking levels, lowest first."""

@@ -28,13 +28,17 @@ from __future__ import annotations
 import itertools
 import reprlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
 from .._frozen import MISSING, at_defaults, field, fields, frozen
+from .._typing import literal_aliases
 from .._util import iso_to_ms, now_ms
 from ..errors import SessionError
 from . import _table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [
     "BASH_EXECUTION_ROLE",
@@ -68,8 +72,12 @@ __all__ = [
 # The sets below are declared once, in the Rust engine, and read from ``_core``. Type
 # checkers need ``StopReason`` spelled out; tests/test_constants.py checks that it equals
 # ``STOP_REASONS``.
-StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
-"""Why an assistant turn ended."""
+if TYPE_CHECKING:
+    StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
+    """Why an assistant turn ended."""
+else:
+    # Made on first use (`typing` is not imported by `import sessiontree`).
+    __getattr__ = literal_aliases(globals(), StopReason="STOP_REASONS")
 
 STOP_REASONS: Final[tuple[str, ...]] = _core.STOP_REASONS
 """The allowed values of :attr:`AssistantMessage.stop_reason`."""

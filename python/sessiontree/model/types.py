@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, overload
 
 from .. import _core
 from .._frozen import frozen
+from .._typing import overload
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any, Final
 
     from .entries import SessionTreeEntry
     from .messages import AgentMessage

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, Final, Literal
 
 from .. import _core
+from .._typing import literal_aliases
 from .._util import now_iso
 from ..errors import SessionError
 from ..model.entries import (
@@ -30,6 +30,10 @@ from ..model.entries import (
 from ..model.messages import AgentMessage, AssistantMessage
 from ..model.types import SessionStats, TreeNode
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
 __all__ = [
     "DURABILITY_MODES",
     "FORK_NULL_TARGET",
@@ -42,7 +46,11 @@ __all__ = [
 
 # Type checkers need ``Durability`` spelled out; tests/test_constants.py checks that it
 # equals ``DURABILITY_MODES``, which is declared once, in the Rust engine.
-Durability = Literal["none", "flush", "group", "fsync"]
+if TYPE_CHECKING:
+    Durability = Literal["none", "flush", "group", "fsync"]
+else:
+    # Made on first use (`typing` is not imported by `import sessiontree`).
+    __getattr__ = literal_aliases(globals(), Durability="DURABILITY_MODES")
 DURABILITY_MODES: Final[tuple[str, ...]] = _core.DURABILITY_MODES
 
 

@@ -7,7 +7,6 @@ import gc
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final
 
 from .. import _core
 from .._util import now_iso
@@ -44,6 +43,10 @@ from .base import (
     SessionStorage,
     fork_target_error,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Final
 
 __all__ = ["Limits"]
 

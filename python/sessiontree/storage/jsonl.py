@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
 
 from .. import _core
 from .._util import fspath_arg
 from ..errors import SessionError
 from ..model.entries import SessionHeader
-from .base import Durability
 from .engine import Limits, _check_durability, _EngineStorage, _index, _limits, _make_header
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from .base import Durability
 
 __all__ = ["JsonlSessionStorage"]
 

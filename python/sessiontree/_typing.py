@@ -1,0 +1,54 @@
+"""What the package needs of ``typing`` at run time, without importing it.
+
+``import typing`` (with the ``re``, ``enum`` and ``warnings`` it brings) was about a sixth
+of ``import sessiontree``. The package's modules import ``typing`` names for type checkers
+only (``if TYPE_CHECKING:``, with ``TYPE_CHECKING = False`` defined in the module, which
+type checkers read as true); the few that run are here: :func:`cast` and :func:`overload`
+as type checkers see them and as plain functions at run time, and :func:`literal_aliases`,
+which makes a module's public ``Literal`` aliases on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import cast as cast
+    from typing import overload as overload
+else:
+
+    def cast(_type: object, value: object) -> object:
+        """``typing.cast``: returns ``value``."""
+        return value
+
+    def overload(func: Callable[..., object]) -> Callable[..., object]:
+        """``typing.overload``: the overloads are for type checkers; the last definition
+        is the function."""
+        return func
+
+
+__all__ = ["cast", "literal_aliases", "overload"]
+
+
+def literal_aliases(namespace: dict[str, object], **values_of: str) -> Callable[[str], object]:
+    """A module ``__getattr__`` (PEP 562) that makes ``typing.Literal`` aliases on first use.
+
+    Each keyword names an alias and the module constant holding its values, e.g.
+    ``ThinkingLevel="THINKING_LEVELS"``: ``module.ThinkingLevel`` is then
+    ``Literal[*THINKING_LEVELS]``, made (and ``typing`` imported) the first time it is read.
+    Type checkers read the module's own ``if TYPE_CHECKING:`` spelling of the alias.
+    """
+    module = namespace["__name__"]
+
+    def __getattr__(name: str) -> object:
+        constant = values_of.get(name)
+        if constant is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        import typing
+
+        alias = typing.Literal[namespace[constant]]  # type: ignore[valid-type]
+        namespace[name] = alias
+        return alias
+
+    return __getattr__
