@@ -94,16 +94,14 @@ class Field:
         self.kw_only = kw_only
 
     def _named(self, name: str, type: Any, kw_only: bool) -> Field:
-        f = Field(
-            self.default,
-            self.default_factory,
-            self.init,
-            self.repr,
-            self.hash,
-            self.compare,
-            kw_only if self.kw_only is None else self.kw_only,
-        )
+        """A copy of these options for field ``name`` of a class (``kw_only``: the class's
+        default, where the field does not say)."""
+        f = object.__new__(Field)
+        for slot in Field.__slots__:
+            object.__setattr__(f, slot, getattr(self, slot))
         f.name, f.type = name, type
+        if f.kw_only is None:
+            f.kw_only = kw_only
         return f
 
     def __repr__(self) -> str:
