@@ -640,15 +640,16 @@ fn string_end_with(
     // A `\u` trailing surrogate checked with its leading one: its `u` is skipped.
     let mut checked_until = 0;
     // The text's last bytes, padded with a plain byte (an escape reaching past the end
-    // finds it and is refused; no quote there: unterminated).
-    let mut padded = [b'a'; 64];
+    // finds it and is refused; no quote there: unterminated). Filled only for the tail.
+    let mut padded: Option<[u8; 64]> = None;
     loop {
         let block = match b.get(base..base + 64) {
             Some(block) => block,
             None => {
                 let tail = b.get(base..)?;
-                padded[..tail.len()].copy_from_slice(tail);
-                &padded[..]
+                let p = padded.insert([b'a'; 64]);
+                p[..tail.len()].copy_from_slice(tail);
+                &p[..]
             }
         };
         let m = masks(block);
