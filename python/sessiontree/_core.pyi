@@ -224,6 +224,12 @@ class Engine:
         Present only in builds with the ``test-hooks`` cargo feature (``make install`` and
         ``make build-dev``); a wheel from a plain ``maturin build`` has no such method.
         """
+    def change_watch(self, keep: bool = True) -> bool:
+        """Test hook: whether the writer has its change watch; ``keep=False`` drops it, so
+        every later append looks the file's path up.
+
+        Present only in builds with the ``test-hooks`` cargo feature, as ``inject_fault``.
+        """
     def close(self) -> None: ...
 
 def _register_error_classes(base: type[Exception], by_code: Mapping[str, type[Exception]]) -> None:

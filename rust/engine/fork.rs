@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -150,18 +150,15 @@ impl Store {
             Durability::Group => Some(GroupSync::start(file.as_raw_fd(), dest.to_path_buf())?),
             _ => None,
         };
-        let backing = Backing::File(FileBacking {
-            path: dest.to_path_buf(),
+        let backing = Backing::File(FileBacking::new(
+            dest,
             file,
-            writable: true,
-            durability: opts.durability,
-            pending: Vec::new(),
-            written_len: total,
-            dev_ino: (meta.dev(), meta.ino()),
+            true,
+            opts.durability,
+            total,
+            &meta,
             sync,
-            #[cfg(feature = "test-hooks")]
-            fault: None,
-        });
+        ));
         let mut store = Store::new(backing, header.to_vec(), session_id, opts.limits);
         store.dialect = dialect;
         store.arena = arena;

@@ -37,6 +37,20 @@ impl Store {
             b.fault = fault;
         }
     }
+
+    /// Whether a writer has its change watch (`watch`); `keep: false` drops it first, so
+    /// that every later append looks the path up (tests of that path).
+    pub fn change_watch(&mut self, keep: bool) -> bool {
+        match &mut self.backing {
+            Backing::File(b) => {
+                if !keep {
+                    b.watch = None;
+                }
+                b.watch.is_some()
+            }
+            _ => false,
+        }
+    }
 }
 
 impl FileBacking {

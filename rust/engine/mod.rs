@@ -20,6 +20,7 @@ pub mod schema;
 pub mod store;
 mod syncer;
 mod torn;
+mod watch;
 mod writer;
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use crate::engine::jsonl::{
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
 use crate::engine::syncer::{self, GroupSync};
+use crate::engine::watch::ChangeWatch;
 
 pub(super) struct FileBacking {
     pub(super) path: PathBuf,
@@ -34,9 +35,41 @@ pub(super) struct FileBacking {
     pub(super) written_len: u64,
     pub(super) dev_ino: (u64, u64),
     pub(super) sync: Option<GroupSync>,
+    /// A writer's inotify watch on its file and the directories above it, which spares
+    /// the path look-up before each write while nothing changed (see `watch`).
+    pub(super) watch: Option<ChangeWatch>,
     /// A failure to simulate on the next write or sync (tests of the error paths).
     #[cfg(feature = "test-hooks")]
     pub(super) fault: Option<Fault>,
+}
+
+impl FileBacking {
+    /// The backing of `file`, open at `path` (`meta` its metadata), whose first
+    /// `written_len` bytes are the store's; a writer's gets its change watch.
+    pub(super) fn new(
+        path: &Path,
+        file: File,
+        writable: bool,
+        durability: Durability,
+        written_len: u64,
+        meta: &std::fs::Metadata,
+        sync: Option<GroupSync>,
+    ) -> FileBacking {
+        let dev_ino = (meta.dev(), meta.ino());
+        FileBacking {
+            path: path.to_path_buf(),
+            file,
+            writable,
+            durability,
+            pending: Vec::new(),
+            written_len,
+            dev_ino,
+            sync,
+            watch: writable.then(|| ChangeWatch::new(path, dev_ino)).flatten(),
+            #[cfg(feature = "test-hooks")]
+            fault: None,
+        }
+    }
 }
 
 /// What is left of a backing after `close()`: no descriptor, no buffers.
@@ -293,18 +326,15 @@ impl Store {
             Some(()) => Some(GroupSync::start(file.as_raw_fd(), path.to_path_buf())?),
             None => None,
         };
-        let backing = Backing::File(FileBacking {
-            path: path.to_path_buf(),
+        let backing = Backing::File(FileBacking::new(
+            path,
             file,
-            writable: true,
+            true,
             durability,
-            pending: Vec::new(),
-            written_len: line.len() as u64,
-            dev_ino: (meta.dev(), meta.ino()),
+            line.len() as u64,
+            &meta,
             sync,
-            #[cfg(feature = "test-hooks")]
-            fault: None,
-        });
+        ));
         let mut store = Store::new(backing, header.to_vec(), id, limits);
         store.dialect = dialect;
         store.index_min_bytes = Some(DEFAULT_INDEX_MIN_BYTES);
@@ -377,18 +407,15 @@ impl Store {
         } else {
             None
         };
-        let backing = Backing::File(FileBacking {
-            path: path.to_path_buf(),
-            file: own,
-            writable: !opts.readonly,
-            durability: opts.durability,
-            pending: Vec::new(),
-            written_len: header_len,
-            dev_ino: (meta.dev(), meta.ino()),
+        let backing = Backing::File(FileBacking::new(
+            path,
+            own,
+            !opts.readonly,
+            opts.durability,
+            header_len,
+            &meta,
             sync,
-            #[cfg(feature = "test-hooks")]
-            fault: None,
-        });
+        ));
         let mut store = Store::new(backing, header, id, opts.limits);
         store.dialect = dialect;
         store.strict = opts.strict;

@@ -2,6 +2,7 @@
 //! durability, flushes and syncs, and the checks that refuse to write over another
 //! program's change.
 
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use crate::engine::jsonl::Durability;
 use crate::engine::line::{parse_entry, LineError};
 use crate::engine::open::{Backing, FileBacking};
 use crate::engine::store::Store;
+use crate::engine::watch::{ChangeWatch, Quiet};
 
 /// `none` durability writes its buffer out once it holds this much.
 const BUFFER_LIMIT: usize = 1 << 16;
@@ -265,14 +267,38 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
             ),
         )
     };
+    // While the watch reports nothing, the file is still at its path: only its size can
+    // have changed, and the open descriptor tells that without a path look-up.
+    let quiet = b.watch.as_ref().map(ChangeWatch::quiet);
+    if quiet == Some(Quiet::Yes) {
+        match file_len(b) {
+            Some(len) if len == b.written_len => return Ok(()),
+            Some(_) => return changed("was changed by another program"),
+            None => {}
+        }
+    }
     // One look at the path answers both questions: when it still names our inode, the
     // size it reports is our file's (a second `fstat` cost ~0.5 µs on every append).
     match path_identity(&b.path) {
         Some((dev_ino, _)) if dev_ino != b.dev_ino => changed("was replaced"),
         Some((_, len)) if len != b.written_len => changed("was changed by another program"),
-        Some(_) => Ok(()),
+        Some(_) => {
+            // The events seen so far (a `touch`, a `chmod`) changed nothing that matters.
+            if let (Some(w), Some(Quiet::No(Some(events)))) = (&b.watch, quiet) {
+                w.cover(events);
+            }
+            Ok(())
+        }
         None => changed("was removed"),
     }
+}
+
+/// The size of the open file (`lseek` to its end: no path, nothing copied out).
+fn file_len(b: &FileBacking) -> Option<u64> {
+    // SAFETY: plain call on the backing's own descriptor; the offset it moves is unused
+    // (every write is positioned).
+    let end = unsafe { libc::lseek(b.file.as_raw_fd(), 0, libc::SEEK_END) };
+    u64::try_from(end).ok()
 }
 
 /// The (device, inode) and size of the file `path` names now (a symlink itself, not its
@@ -282,7 +308,7 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
 /// change time makes the kernel (6.13+, multigrain timestamps) give the next write a
 /// fine-grained time and so an inode update, which made every append's write cost about
 /// twice as much (and `lstat` fills in every field).
-fn path_identity(path: &Path) -> Option<((u64, u64), u64)> {
+pub(super) fn path_identity(path: &Path) -> Option<((u64, u64), u64)> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::ffi::OsStrExt;

@@ -977,6 +977,15 @@ impl PyEngine {
         Ok(())
     }
 
+    /// Test hook: whether the writer has its change watch; `keep=False` drops it first.
+    ///
+    /// Present only in builds with the `test-hooks` feature (the dev build).
+    #[cfg(feature = "test-hooks")]
+    #[pyo3(signature = (keep=true))]
+    fn change_watch(&self, py: Python<'_>, keep: bool) -> PyResult<bool> {
+        Ok(self.store.lock(py)?.change_watch(keep))
+    }
+
     /// Flushes and releases the file. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let mut held = self.store.lock(py)?;

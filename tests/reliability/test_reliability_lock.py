@@ -4,8 +4,10 @@
   ``locked`` with a message naming the winner's pid (from ``/proc/locks``).
 - A lock held by a SIGKILLed process is gone with it: the next writer opens at once.
 - Read-only opens never take the lock and always succeed, and see what the writer wrote.
-- An append after another program appended to, truncated, replaced (rename over) or
-  removed the file raises ``modified_externally`` and writes nothing.
+- An append after another program appended to, truncated, replaced (rename over),
+  removed or moved the file, or moved its directory, raises ``modified_externally`` and
+  writes nothing: with the writer's change watch (inotify) and without it (the path
+  looked up before every write), and in a forked child's writer as in its parent's.
 
 ``SESSIONTREE_LOCK_ROUNDS`` (default 10) is the number of races, each between
 ``SESSIONTREE_LOCK_RACERS`` (default 3) processes.
@@ -154,21 +156,35 @@ def other_program_removes(path: Path) -> None:
     path.unlink()
 
 
+def other_program_moves(path: Path) -> None:
+    path.rename(path.with_name("moved.jsonl"))
+
+
+def other_program_moves_the_directory(path: Path) -> None:
+    path.parent.rename(path.parent.with_name("moved"))
+
+
 CHANGES = {
     "append": other_program_appends,
     "truncate": other_program_truncates,
     "replace": other_program_replaces,
     "remove": other_program_removes,
+    "move": other_program_moves,
+    "move-directory": other_program_moves_the_directory,
 }
 
 
+@pytest.mark.parametrize("watch", ["watched", "path-checked"])
 @pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("mode", ["flush", "fsync", "group"])
 def test_append_after_external_change_writes_nothing(
-    tmp_path: Path, change: str, mode: str
+    tmp_path: Path, change: str, mode: str, watch: str
 ) -> None:
-    path = tmp_path / "s.jsonl"
+    (tmp_path / "sessions").mkdir()
+    path = tmp_path / "sessions" / "s.jsonl"
     storage = st.JsonlSessionStorage.create(path, durability=mode)  # type: ignore[arg-type]
+    # The dev build's test hook: a writer on a local file system has its watch.
+    assert storage._engine.change_watch(keep=watch == "watched") == (watch == "watched")
     session = st.Session(storage)
     ids = [session.append_message(st.UserMessage(f"m{i}")) for i in range(3)]
     CHANGES[change](path)
@@ -184,6 +200,58 @@ def test_append_after_external_change_writes_nothing(
         # Reopening picks up the other program's version, and appends work again.
         with st.JsonlSessionStorage.open(path, durability=mode) as again:  # type: ignore[arg-type]
             st.Session(again).append_message(st.UserMessage("after reopen"))
+
+
+def test_harmless_changes_are_allowed_and_later_ones_still_seen(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = st.Session(st.JsonlSessionStorage.create(path, durability="flush"))
+    session.append_message(st.UserMessage("a"))
+    os.chmod(path, 0o644)
+    os.utime(path, (0, 0))
+    os.link(path, tmp_path / "backup.jsonl")
+    # Still our file, at our size: appends go on.
+    kept = session.append_message(st.UserMessage("b"))
+    other_program_replaces(path)
+    after_change = path.read_bytes()
+    with pytest.raises(st.SessionError) as info:
+        session.append_message(st.UserMessage("blind write"))
+    assert info.value.code == "modified_externally"
+    assert path.read_bytes() == after_change
+    assert session.get_leaf_id() == kept
+    session.close()
+
+
+def test_a_forked_child_never_takes_its_parents_change_events(tmp_path: Path) -> None:
+    # Parent and child each have a writer; the child replaces the parent's file and then
+    # appends to its own. The child reads its own change queue, never the parent's, so the
+    # parent still sees the replacement; the child's writer sees changes to its own file.
+    ours = tmp_path / "parent.jsonl"
+    parent = st.Session(st.JsonlSessionStorage.create(ours, durability="flush"))
+    parent.append_message(st.UserMessage("a"))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            theirs = tmp_path / "child.jsonl"
+            child = st.Session(st.JsonlSessionStorage.create(theirs, durability="flush"))
+            child.append_message(st.UserMessage("c1"))
+            other_program_replaces(ours)
+            child.append_message(st.UserMessage("c2"))
+            other_program_moves(theirs)
+            try:
+                child.append_message(st.UserMessage("c3"))
+            except st.SessionError as e:
+                code = 0 if e.code == "modified_externally" else 3
+            else:
+                code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with pytest.raises(st.SessionError) as info:
+        parent.append_message(st.UserMessage("blind write"))
+    assert info.value.code == "modified_externally"
+    parent.close()
 
 
 def test_buffered_appends_never_overwrite_an_external_change(tmp_path: Path) -> None:
