@@ -198,10 +198,24 @@ def _compile(cls: type, name: str, params: str, body: list[str], env: dict[str, 
     return fn
 
 
+def _inline_check(cls: type) -> tuple[list[str], dict[str, Any]] | None:
+    """The statements ``cls``'s own ``__post_init__`` offers to run inside ``__init__``.
+
+    A ``__post_init__`` with an ``__st_inline__`` attribute says that it only checks (and
+    may convert) the fields: ``__st_inline__()`` returns source lines that do the same to
+    ``__init__``'s parameters — local names spelled as the fields, which the lines may
+    rebind — before they are set, with the names those lines use; or None. Run there, the
+    check needs no call and no attribute reads.
+    """
+    offer = getattr(cls.__dict__.get("__post_init__"), "__st_inline__", None)
+    return None if offer is None else cast("tuple[list[str], dict[str, Any]] | None", offer())
+
+
 def _make_init(cls: type) -> Any:
-    env: dict[str, Any] = {"_FACTORY": _HAS_FACTORY}
+    env: dict[str, Any] = {"_FACTORY": _HAS_FACTORY, "_cls": cls}
     positional: list[str] = []
     keyword: list[str] = []
+    resolve: list[str] = []
     body: list[str] = []
     for f in fields(cls):
         setter = f"_set_{f.name}"
@@ -222,16 +236,22 @@ def _make_init(cls: type) -> Any:
             param = f"{f.name}=_default_{f.name}"
         elif has_factory:
             param = f"{f.name}=_FACTORY"
+            resolve += [f"if {f.name} is _FACTORY:", f"    {f.name} = _factory_{f.name}()"]
         else:
             param = f.name
         (keyword if f.kw_only else positional).append(param)
-        if has_factory:
-            value = f"_factory_{f.name}() if {f.name} is _FACTORY else {f.name}"
-        else:
-            value = f.name
-        body.append(f"{setter}(self, {value})")
-    if hasattr(cls, "__post_init__"):
-        body.append("self.__post_init__()")
+        body.append(f"{setter}(self, {f.name})")
+    inline = _inline_check(cls) if hasattr(cls, "__post_init__") else None
+    if inline is not None:
+        check, names = inline
+        env.update(names)
+        body = [*resolve, *check, *body]
+        # A subclass that did not make its own ``__init__`` may have its own hook.
+        body += ["if self.__class__ is not _cls:", "    self.__post_init__()"]
+    else:
+        body = [*resolve, *body]
+        if hasattr(cls, "__post_init__"):
+            body.append("self.__post_init__()")
     params = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
     fn = _compile(cls, "__init__", params, body or ["pass"], env)
     # The field annotations, as `dataclasses` gives its `__init__` (for `inspect.signature`).

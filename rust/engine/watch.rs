@@ -131,8 +131,9 @@ mod linux {
         /// Counts every queued event against its watch's users; false when the queue
         /// could not be read.
         fn drain(&mut self) -> bool {
-            // Aligned for `inotify_event`; room for many events per read.
-            let mut buf = [0u64; 512];
+            // Room for many events per read, left unset: it is read once, almost always
+            // to find the queue empty (zeroing it cost more than the read).
+            let mut buf = std::mem::MaybeUninit::<[u64; 512]>::uninit();
             let size = std::mem::size_of::<libc::inotify_event>();
             loop {
                 // SAFETY: `read` writes at most `buf`'s size into it.
@@ -140,7 +141,7 @@ mod linux {
                     libc::read(
                         self.fd,
                         buf.as_mut_ptr().cast(),
-                        std::mem::size_of_val(&buf),
+                        std::mem::size_of::<[u64; 512]>(),
                     )
                 };
                 if n < 0 {
@@ -154,8 +155,8 @@ mod linux {
                 let bytes = buf.as_ptr().cast::<u8>();
                 let mut at = 0usize;
                 while at + size <= n as usize {
-                    // SAFETY: the kernel wrote whole events; `at` is where one starts,
-                    // which `read_unaligned` needs no alignment for.
+                    // SAFETY: the kernel wrote whole events into the first `n` bytes; `at`
+                    // is where one starts, which `read_unaligned` needs no alignment for.
                     let ev: libc::inotify_event =
                         unsafe { std::ptr::read_unaligned(bytes.add(at).cast()) };
                     at += size + ev.len as usize;

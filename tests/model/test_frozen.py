@@ -59,6 +59,45 @@ def test_construction_defaults_and_post_init() -> None:
         Checked(-1)
 
 
+def _offer_inline() -> tuple[list[str], dict[str, Any]]:
+    # Doubles ``n`` and refuses a negative one, as ``Checked.__post_init__`` does.
+    return ["if n < 0:", "    raise _Negative('negative (inline)')", "n = n * 2"], {
+        "_Negative": ValueError
+    }
+
+
+@frozen
+class Inlined:
+    n: int
+    factor: int = field(default_factory=lambda: 10)
+
+    def __post_init__(self) -> None:
+        raise AssertionError("the inline check replaces this call")
+
+    __post_init__.__st_inline__ = _offer_inline  # type: ignore[attr-defined]
+
+
+class InlinedChild(Inlined):
+    seen: ClassVar[list[int]] = []
+
+    def __post_init__(self) -> None:
+        InlinedChild.seen.append(self.n)
+
+
+def test_a_post_init_that_only_checks_runs_inside_init() -> None:
+    # What the model's checks use: ``__init__`` runs the offered lines on its parameters
+    # (factories resolved first) instead of calling ``__post_init__``.
+    assert (Inlined(3).n, Inlined(3).factor) == (6, 10)
+    with pytest.raises(ValueError, match=r"negative \(inline\)"):
+        Inlined(-1)
+    # A subclass without its own ``__init__`` still gets its own ``__post_init__`` called.
+    assert InlinedChild(4).n == 8 and InlinedChild.seen == [8]
+    # And the model: a failed check names the field, a converted value is stored converted.
+    with pytest.raises(st.SessionError, match=r"UserMessage\.timestamp must be an int"):
+        st.UserMessage("x", timestamp="now")  # type: ignore[arg-type]
+    assert st.UserMessage([st.TextContent("t")], timestamp=1).content == (st.TextContent("t"),)
+
+
 def test_value_semantics_and_immutability() -> None:
     a, b = Point(1, 2, note="x"), Point(1, 2, note="y")
     assert a == b and hash(a) == hash(b), "compare=False fields take no part"

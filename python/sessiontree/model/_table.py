@@ -23,13 +23,14 @@ class is checked, written and read as the class it derives from.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .. import _core
+from .. import _core, _frozen
 from .._typing import cast
 from ..errors import SessionError
 
@@ -126,6 +127,8 @@ def _first_check(cls: type) -> Callable[[Any], None]:
         type.__setattr__(cls, "__post_init__", fn)
         fn(self)
 
+    # ``__init__`` runs the check itself, on its parameters (see ``_frozen``).
+    __post_init__.__st_inline__ = functools.partial(_inline_check, cls)  # type: ignore[attr-defined]
     return __post_init__
 
 
@@ -322,41 +325,66 @@ def _compile(spec: Spec, name: str, lines: list[str], env: dict[str, Any]) -> An
     return fn
 
 
-def _gen_check(spec: Spec) -> Callable[[Any], None]:
+def _check_source(spec: Spec, *, inline: bool) -> tuple[list[str], dict[str, Any]]:
+    """The statements that check (and convert) every field of ``spec``, and the names they
+    use: on the instance ``self`` (``inline=False``), or on local variables named as the
+    fields that they rebind (``inline=True``, run by ``__init__`` before it sets them)."""
     env: dict[str, Any] = {
         "_set": object.__setattr__,
         "_SCALARS": _SCALARS,
         "_MAX": _MAX_FLOAT,
         "_SHORT_ID": _MAX_ID_BYTES // 4,
     }
-    lines = ["def check(self):"]
+    lines: list[str] = []
     for i, f in enumerate(spec.fields):
         env[f"_f{i}"] = f
         env[f"_check{i}"] = f.check
         env[f"_arg{i}"] = frozenset(f.arg) if f.kind == "one_of" else None
         env[f"_cls{i}"] = f.classes[0] if f.classes else None
         env[f"_msg{i}"] = frozenset(f.classes)
-        v = f"v{i}"
-        lines.append(f"    {v} = self.{f.attr}")
+        v = f.attr if inline else f"v{i}"
+        if not inline:
+            lines.append(f"{v} = self.{f.attr}")
         fast = _FAST.get(f.kind, "False").format(v=v, i=i)
         if f.accepts_none:
             fast = f"{v} is None or {fast}"
-        lines.append(f"    if not ({fast}):")
-        lines.append(f"        c = _check{i}(self, _f{i}, {v})")
-        lines.append(f"        if c is not {v}:")
-        lines.append(f"            _set(self, {f.attr!r}, c)")
-        lines.append(f"            {v} = c")
+        lines.append(f"if not ({fast}):")
+        if inline:
+            lines.append(f"    {v} = _check{i}(self, _f{i}, {v})")
+        else:
+            lines.append(f"    c = _check{i}(self, _f{i}, {v})")
+            lines.append(f"    if c is not {v}:")
+            lines.append(f"        _set(self, {f.attr!r}, c)")
+            lines.append(f"        {v} = c")
         if f.rule is not None:
             env[f"_rule{i}"] = _RULES[f.rule]
             suspect = _RULE_SUSPECT.get(f"{f.rule}:{f.kind}", _RULE_SUSPECT[f.rule])
             suspect = suspect.format(v=v)
             if f.accepts_none:
                 suspect = f"{v} is not None and ({suspect})"
-            lines.append(f"    if {suspect}:")
-            lines.append(f"        _rule{i}(self, _f{i}, {v})")
-    if len(lines) == 1:
-        lines.append("    pass")
-    return cast("Callable[[Any], None]", _compile(spec, "check", lines, env))
+            lines.append(f"if {suspect}:")
+            lines.append(f"    _rule{i}(self, _f{i}, {v})")
+    return lines, env
+
+
+def _gen_check(spec: Spec) -> Callable[[Any], None]:
+    lines, env = _check_source(spec, inline=False)
+    body = [f"    {line}" for line in lines] or ["    pass"]
+    fn = _compile(spec, "check", ["def check(self):", *body], env)
+    fn.__st_inline__ = functools.partial(_inline_check, spec.cls)
+    return cast("Callable[[Any], None]", fn)
+
+
+def _inline_check(cls: type) -> tuple[list[str], dict[str, Any]] | None:
+    """The check of ``cls`` as ``__init__`` runs it on its parameters (``_frozen``'s
+    ``__st_inline__``); None when a checked field is not a parameter."""
+    spec = spec_of(cls)
+    if spec is None or spec.cls is not cls:
+        return None
+    params = {f.name for f in _frozen.fields(cls) if f.init}
+    if any(f.attr not in params for f in spec.fields):
+        return None
+    return _check_source(spec, inline=True)
 
 
 def _opt(f: Field, expected: str) -> str:
