@@ -100,7 +100,7 @@ mod linux {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex, MutexGuard};
 
     use super::Quiet;
@@ -116,15 +116,63 @@ mod linux {
     /// writers using it (a directory is watched once for all the files below it).
     struct Instance {
         fd: libc::c_int,
-        pid: u32,
         users: HashMap<i32, Vec<Arc<AtomicU64>>>,
     }
 
-    static INSTANCE: Mutex<Option<Instance>> = Mutex::new(None);
+    /// One process's instance (None while no writer watches), behind its lock.
+    struct Slot {
+        pid: u32,
+        /// The instance's descriptor (-1 while there is none), readable without the lock:
+        /// a forked child closes its copy without taking a lock that a thread of its
+        /// parent may have held at the fork.
+        fd: AtomicI32,
+        instance: Mutex<Option<Instance>>,
+    }
 
+    /// The slot of the process that made it. A forked child makes its own: the copy it
+    /// inherits may be locked by a parent's thread that does not exist in the child, and
+    /// its instance is the parent's. That copy is left as it is (a few bytes).
+    static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
+
+    fn slot() -> &'static Slot {
+        let pid = current_pid();
+        loop {
+            let current = SLOT.load(Ordering::Acquire);
+            // SAFETY: a published slot is never freed (see SLOT).
+            if let Some(s) = unsafe { current.as_ref() } {
+                if s.pid == pid {
+                    return s;
+                }
+            }
+            let fresh = Box::into_raw(Box::new(Slot {
+                pid,
+                fd: AtomicI32::new(-1),
+                instance: Mutex::new(None),
+            }));
+            match SLOT.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // SAFETY: `current`, if any, is the inherited slot; its descriptor is
+                    // this process's copy, closed once (swapped out first).
+                    if let Some(old) = unsafe { current.as_ref() } {
+                        let fd = old.fd.swap(-1, Ordering::AcqRel);
+                        if fd >= 0 {
+                            unsafe { libc::close(fd) };
+                        }
+                    }
+                    // SAFETY: just published, never freed.
+                    return unsafe { &*fresh };
+                }
+                // Another thread published first: drop ours and use theirs.
+                // SAFETY: `fresh` was never published.
+                Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+            }
+        }
+    }
+
+    /// This process's instance, locked.
     fn instance() -> MutexGuard<'static, Option<Instance>> {
         // The state stays consistent across a panic (counters only grow).
-        INSTANCE.lock().unwrap_or_else(|e| e.into_inner())
+        slot().instance.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     impl Instance {
@@ -208,8 +256,12 @@ mod linux {
 
     impl Drop for Instance {
         fn drop(&mut self) {
-            // SAFETY: the descriptor is ours and closed once.
-            unsafe { libc::close(self.fd) };
+            // Only this process's slot holds instances that are dropped.
+            let fd = slot().fd.swap(-1, Ordering::AcqRel);
+            if fd >= 0 {
+                // SAFETY: the descriptor is ours and closed once (swapped out first).
+                unsafe { libc::close(fd) };
+            }
         }
     }
 
@@ -233,20 +285,15 @@ mod linux {
             }
             let pid = current_pid();
             let mut guard = instance();
-            if guard.as_ref().is_some_and(|i| i.pid != pid) {
-                // A forked child's copy of its parent's instance: closing our descriptor
-                // leaves the parent's instance and its watches as they are.
-                *guard = None;
-            }
             if guard.is_none() {
                 // SAFETY: plain call; the descriptor it returns is owned by `Instance`.
                 let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
                 if fd < 0 {
                     return None;
                 }
+                slot().fd.store(fd, Ordering::Release);
                 *guard = Some(Instance {
                     fd,
-                    pid,
                     users: HashMap::new(),
                 });
             }
@@ -282,10 +329,12 @@ mod linux {
 
         /// Whether any change was reported since the last passing path check.
         pub(crate) fn quiet(&self) -> Quiet {
+            if self.pid != current_pid() {
+                return Quiet::No(None); // the parent's watch, in a forked child
+            }
             let mut guard = instance();
-            let inst = match guard.as_mut() {
-                Some(i) if i.pid == self.pid => i,
-                _ => return Quiet::No(None),
+            let Some(inst) = guard.as_mut() else {
+                return Quiet::No(None);
             };
             if !inst.drain() {
                 return Quiet::No(None);
@@ -306,9 +355,12 @@ mod linux {
 
     impl Drop for ChangeWatch {
         fn drop(&mut self) {
+            if self.pid != current_pid() {
+                return; // the parent's watch, in a forked child: not ours to change
+            }
             let mut guard = instance();
-            let Some(inst) = guard.as_mut().filter(|i| i.pid == self.pid) else {
-                return; // the parent's instance, in a forked child: not ours to change
+            let Some(inst) = guard.as_mut() else {
+                return;
             };
             for &wd in &self.wds {
                 inst.remove(wd, &self.events);

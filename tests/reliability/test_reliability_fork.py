@@ -9,7 +9,10 @@ A forked child holds copies of its parent's storages. What it may do with them:
   alone (never twice);
 - not write: an inherited writer's appends and ``flush()`` raise ``locked`` (the lock is
   the parent's); open the file read-only, or another session, instead. A ``group`` writer
-  the child opens itself gets a syncer of the child's own.
+  the child opens itself gets a syncer of the child's own, and any writer it opens a
+  change watch of its own: the child never reads its parent's inotify queue (that would
+  take the parent's events), and a fork while another thread was reading it leaves the
+  child nothing to wait for.
 
 Before issue 10 a child that merely exited unlocked the parent's writer (its cleanup ran
 ``flock(LOCK_UN)`` on the shared open file), so another process could open a second
@@ -149,3 +152,110 @@ def test_a_child_opening_its_own_group_writer_gets_a_syncer(tmp_path: Path) -> N
         timeout=60,
     )
     assert result == {"failure": "io"}
+
+
+def test_a_forked_child_never_takes_its_parents_change_events(tmp_path: Path) -> None:
+    # The child replaces the parent's file, then appends to a writer of its own (reading
+    # its own change queue); the parent must still see the replacement. The child's writer
+    # sees changes to its own file.
+    result = run_isolated(
+        """
+        import json, os, sys
+        import sessiontree as st
+        root = sys.argv[1]
+        ours = f"{root}/parent.jsonl"
+        parent = st.Session(st.JsonlSessionStorage.create(ours, durability="flush"))
+        parent.append_message(st.UserMessage("a"))
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            out = {}
+            theirs = f"{root}/child.jsonl"
+            child = st.Session(st.JsonlSessionStorage.create(theirs, durability="flush"))
+            child.append_message(st.UserMessage("c1"))
+            with open(f"{ours}.new", "wb") as f:
+                f.write(open(ours, "rb").read())
+            os.replace(f"{ours}.new", ours)
+            child.append_message(st.UserMessage("c2"))
+            out["child_kept_going"] = True
+            os.rename(theirs, f"{root}/moved.jsonl")
+            try:
+                child.append_message(st.UserMessage("c3"))
+            except st.SessionError as e:
+                out["child_saw"] = e.code
+            os.write(wfd, json.dumps(out).encode())
+            os._exit(0)
+        os.close(wfd)
+        out = json.loads(os.read(r, 1 << 16))
+        os.waitpid(pid, 0)
+        try:
+            parent.append_message(st.UserMessage("blind write"))
+        except st.SessionError as e:
+            out["parent_saw"] = e.code
+        print(json.dumps(out))
+        """,
+        str(tmp_path),
+        timeout=60,
+    )
+    assert result == {
+        "child_kept_going": True,
+        "child_saw": "modified_externally",
+        "parent_saw": "modified_externally",
+    }
+
+
+def test_a_fork_during_another_threads_append_leaves_the_child_writing(tmp_path: Path) -> None:
+    # A thread appends without pause (each append reads the process's change queue under
+    # its lock, with the GIL released) while the main thread forks again and again. A
+    # child whose copy of that lock was held at the fork must still open a writer of its
+    # own and append: it makes its own queue and lock rather than wait on the copy.
+    result = run_isolated(
+        """
+        import json, os, sys, threading, time
+        import sessiontree as st
+        root = sys.argv[1]
+        busy = st.Session(st.JsonlSessionStorage.create(f"{root}/busy.jsonl", durability="none"))
+        stop = threading.Event()
+        appends = 0
+        def appender():
+            global appends
+            while not stop.is_set():
+                busy.append_message(st.UserMessage("x"))
+                appends += 1
+        t = threading.Thread(target=appender)
+        t.start()
+        while appends < 1000:
+            time.sleep(0.001)
+        statuses = []
+        for i in range(300):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    w = st.JsonlSessionStorage.create(f"{root}/child{i}.jsonl", durability="flush")
+                    st.Session(w).append_message(st.UserMessage("child"))
+                    w.close()
+                    code = 0
+                finally:
+                    os._exit(code)
+            deadline = time.monotonic() + 5
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    statuses.append(os.waitstatus_to_exitcode(status))
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    statuses.append("hung")
+                    break
+                time.sleep(0.001)
+        stop.set()
+        t.join()
+        busy.storage.close()
+        print(json.dumps({"statuses": statuses, "appended": appends > 1000}))
+        """,
+        str(tmp_path),
+        timeout=300,
+    )
+    assert result == {"statuses": [0] * 300, "appended": True}

@@ -7,7 +7,7 @@
 - An append after another program appended to, truncated, replaced (rename over),
   removed or moved the file, or moved its directory, raises ``modified_externally`` and
   writes nothing: with the writer's change watch (inotify) and without it (the path
-  looked up before every write), and in a forked child's writer as in its parent's.
+  looked up before every write). A forked child's watches: ``test_reliability_fork.py``.
 
 ``SESSIONTREE_LOCK_ROUNDS`` (default 10) is the number of races, each between
 ``SESSIONTREE_LOCK_RACERS`` (default 3) processes.
@@ -219,39 +219,6 @@ def test_harmless_changes_are_allowed_and_later_ones_still_seen(tmp_path: Path) 
     assert path.read_bytes() == after_change
     assert session.get_leaf_id() == kept
     session.close()
-
-
-def test_a_forked_child_never_takes_its_parents_change_events(tmp_path: Path) -> None:
-    # Parent and child each have a writer; the child replaces the parent's file and then
-    # appends to its own. The child reads its own change queue, never the parent's, so the
-    # parent still sees the replacement; the child's writer sees changes to its own file.
-    ours = tmp_path / "parent.jsonl"
-    parent = st.Session(st.JsonlSessionStorage.create(ours, durability="flush"))
-    parent.append_message(st.UserMessage("a"))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through its exit status
-        code = 1
-        try:
-            theirs = tmp_path / "child.jsonl"
-            child = st.Session(st.JsonlSessionStorage.create(theirs, durability="flush"))
-            child.append_message(st.UserMessage("c1"))
-            other_program_replaces(ours)
-            child.append_message(st.UserMessage("c2"))
-            other_program_moves(theirs)
-            try:
-                child.append_message(st.UserMessage("c3"))
-            except st.SessionError as e:
-                code = 0 if e.code == "modified_externally" else 3
-            else:
-                code = 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    with pytest.raises(st.SessionError) as info:
-        parent.append_message(st.UserMessage("blind write"))
-    assert info.value.code == "modified_externally"
-    parent.close()
 
 
 def test_buffered_appends_never_overwrite_an_external_change(tmp_path: Path) -> None:
