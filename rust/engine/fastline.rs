@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use crate::engine::dialect::{self, InPlace, PiValues};
-use crate::engine::line::{parse_usage, RawEntry};
+use crate::engine::line::{parse_usage, RawCost, RawEntry, RawUsage};
 use crate::engine::model::{self, FieldDef, FieldKind, TypeDef};
 use crate::engine::schema::{Fields, MessageFields, RawObject, Shape};
 
@@ -78,6 +78,48 @@ pub(crate) fn conforms(text: &str, def: &TypeDef) -> bool {
     let ok = s.conforms(def).is_some();
     s.ws();
     ok && s.pos == s.b.len()
+}
+
+/// A `usage` object's numbers as [`crate::engine::line::parse_usage`] sums them, read in
+/// one pass; None for anything but an object of plain keys whose known fields are finite
+/// numbers and whose `cost` is null or such an object (serde then decides, as before).
+pub(crate) fn usage_numbers(text: &str) -> Option<RawUsage> {
+    let mut s = Scanner::new(text, MAX_DEPTH);
+    s.ws();
+    let mut usage = RawUsage::default();
+    // Known keys seen: serde refuses a duplicate, so such an object is left to it.
+    let mut seen = 0u8;
+    s.open(b'{')?;
+    if !s.empty(b'}')? {
+        loop {
+            let key = s.key()?;
+            let (bit, slot) = match key {
+                "input" => (0, Some(&mut usage.input)),
+                "output" => (1, Some(&mut usage.output)),
+                "cache_read" => (2, Some(&mut usage.cache_read)),
+                "cache_write" => (3, Some(&mut usage.cache_write)),
+                "total_tokens" => (4, Some(&mut usage.total_tokens)),
+                "cost" => (5, None),
+                _ => (8, None),
+            };
+            if bit < 8 {
+                if seen & 1 << bit != 0 {
+                    return None;
+                }
+                seen |= 1 << bit;
+            }
+            match slot {
+                Some(n) => *n = s.float()?,
+                None if bit == 5 => usage.cost = s.cost()?,
+                None => s.skip()?,
+            }
+            if !s.next_or_close(b'}')? {
+                break;
+            }
+        }
+    }
+    s.ws();
+    (s.pos == s.b.len()).then_some(usage)
 }
 
 struct Scanner<'a> {
@@ -314,6 +356,40 @@ impl<'a> Scanner<'a> {
             self.digits()?;
         }
         Some(())
+    }
+
+    /// A finite number at the cursor, as f64.
+    fn float(&mut self) -> Option<f64> {
+        let start = self.pos;
+        self.number()?;
+        let v: f64 = self.text.get(start..self.pos)?.parse().ok()?;
+        v.is_finite().then_some(v)
+    }
+
+    /// A usage's `cost`: null, or an object whose `total` (if any) is a finite number.
+    fn cost(&mut self) -> Option<Option<RawCost>> {
+        if self.peek()? == b'n' {
+            return (self.raw()? == "null").then_some(None);
+        }
+        let mut cost = RawCost::default();
+        let mut seen = false;
+        self.open(b'{')?;
+        if !self.empty(b'}')? {
+            loop {
+                if self.key()? == "total" {
+                    if std::mem::replace(&mut seen, true) {
+                        return None;
+                    }
+                    cost.total = self.float()?;
+                } else {
+                    self.skip()?;
+                }
+                if !self.next_or_close(b'}')? {
+                    break;
+                }
+            }
+        }
+        Some(Some(cost))
     }
 
     /// The top-level object, captured as `RawEntry` is by serde.
@@ -577,10 +653,24 @@ fn hex4(b: &[u8], p: usize) -> Option<u16> {
     })
 }
 
+/// How many bytes of a string [`string_end`] looks at one by one before its block scan.
+const SHORT_STRING: usize = 16;
+
 /// The closing quote of the string whose contents start at `start`, and whether it has
 /// an escape; `None` for a control character, an invalid escape or no closing quote.
 #[inline]
 fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    // Most strings are keys and short values: a look at their first bytes one by one ends
+    // them without making the masks of a 64-byte block. Anything but a plain byte before
+    // the quote (a backslash, a control character) leaves the string to the block scan.
+    for (i, &c) in b.iter().enumerate().skip(start).take(SHORT_STRING) {
+        if c == b'"' {
+            return Some((i, false));
+        }
+        if c == b'\\' || c < 0x20 {
+            break;
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     if simd::has_avx2() {
         return string_end_with(
@@ -897,8 +987,46 @@ mod tests {
     }
 
     #[test]
+    fn usage_numbers_agree_with_serde() {
+        use crate::engine::line::RawUsage;
+        let serde = |s: &str| serde_json::from_str::<RawUsage>(s).ok();
+        // Read in one pass, as serde reads them.
+        let fast = [
+            r#"{"input":900,"output":40,"cache_read":0,"cache_write":0,"total_tokens":940,"cost":{"input":0.1,"output":0.2,"cache_read":0,"cache_write":0,"total":0.3}}"#,
+            r#"{"input":1.5e3,"output":-4,"total_tokens":18446744073709551617,"cost":null}"#,
+            r#" { "output" : 7 , "extra" : [1, {"a": "b\n"}], "cost": {} } "#,
+            "{}",
+            r#"{"cost":{"total":2,"note":"x","total_ish":true}}"#,
+        ];
+        for s in fast {
+            let got = usage_numbers(s);
+            assert!(got.is_some(), "{s}");
+            assert_eq!(got, serde(s), "{s}");
+        }
+        // Left to serde (which refuses most of them: the usage counts as none).
+        let declined = [
+            r#"{"input":"900"}"#,
+            r#"{"input":null}"#,
+            r#"{"input":1,"input":2}"#,
+            r#"{"cost":{"total":1,"total":2}}"#,
+            r#"{"cost":5}"#,
+            r#"{"in\u0070ut":3}"#,
+            r#"{"input":1e400}"#,
+            r#"{"input":1,}"#,
+            r#"{"input":1} x"#,
+            "[1]",
+            "null",
+        ];
+        for s in declined {
+            assert_eq!(usage_numbers(s), None, "{s}");
+        }
+        assert_eq!(serde(r#"{"in\u0070ut":3}"#).unwrap().input, 3.0);
+    }
+
+    #[test]
     fn escapes_follow_serdes_string_rules() {
         let ok = [
+            "",
             r#"a\"b"#,
             r#"\\\/\b\f\n\r\t"#,
             r#"\u00e9\uD83D\uDE00"#,

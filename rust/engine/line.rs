@@ -244,26 +244,33 @@ fn req_str<'a>(raw: Option<&'a str>, field: &str) -> Result<Cow<'a, str>, LineEr
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 #[serde(default)]
-struct RawCost {
-    total: f64,
+pub(crate) struct RawCost {
+    pub(crate) total: f64,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 #[serde(default)]
-struct RawUsage {
-    input: f64,
-    output: f64,
-    cache_read: f64,
-    cache_write: f64,
-    total_tokens: f64,
-    cost: Option<RawCost>,
+pub(crate) struct RawUsage {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    pub(crate) cache_read: f64,
+    pub(crate) cache_write: f64,
+    pub(crate) total_tokens: f64,
+    pub(crate) cost: Option<RawCost>,
 }
 
 /// Usage is read leniently: a usage object of the wrong shape counts as none.
+///
+/// The plain objects writers write are read in one pass (`fastline::usage_numbers`);
+/// serde reads the rest, so both agree on every object.
 pub(crate) fn parse_usage(raw: Option<&str>) -> Option<UsageSums> {
-    let usage: RawUsage = serde_json::from_str(raw?).ok()?;
+    let raw = raw?;
+    let usage = match fastline::usage_numbers(raw) {
+        Some(u) => u,
+        None => serde_json::from_str(raw).ok()?,
+    };
     let tokens = |v: f64| {
         if v.is_finite() && v > 0.0 {
             v as u64

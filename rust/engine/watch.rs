@@ -186,8 +186,8 @@ mod linux {
             if unsafe { libc::ioctl(self.fd, libc::FIONREAD, &mut queued) } == 0 && queued == 0 {
                 return true;
             }
-            // Room for many events per read, left unset: it is read once, almost always
-            // to find the queue empty (zeroing it cost more than the read).
+            // Room for many events per read, left unset (only what `read` wrote is
+            // looked at).
             let mut buf = std::mem::MaybeUninit::<[u64; 512]>::uninit();
             let size = std::mem::size_of::<libc::inotify_event>();
             loop {
