@@ -137,13 +137,19 @@ class ContextCache:
         if isinstance(entry, MessageEntry):
             message = entry.message
             if isinstance(message, AssistantMessage):
-                self._model = ModelRef(message.provider, message.model)
+                self._use_model(message.provider, message.model)
         elif isinstance(entry, ThinkingLevelChangeEntry):
             self._thinking_level = entry.thinking_level
         elif isinstance(entry, ModelChangeEntry):
-            self._model = ModelRef(entry.provider, entry.model_id)
+            self._use_model(entry.provider, entry.model_id)
         elif isinstance(entry, ActiveToolsChangeEntry):
             self._tools = tuple(entry.active_tool_names)
+
+    def _use_model(self, provider: str, model_id: str) -> None:
+        # Almost every reply is from the model of the one before: keep its ``ModelRef``.
+        model = self._model
+        if model is None or model.model_id != model_id or model.provider != provider:
+            self._model = ModelRef(provider, model_id)
 
     def build(
         self, storage: SessionStorage, options: SessionContextBuildOptions, *, cheap: bool = False
