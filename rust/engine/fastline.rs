@@ -80,6 +80,9 @@ pub(crate) fn conforms(text: &str, def: &TypeDef) -> bool {
     ok && s.pos == s.b.len()
 }
 
+/// The field of a usage's `cost` that its sums read (`UsageSums::cost_total`).
+const COST_TOTAL: &str = "total";
+
 /// A `usage` object's numbers as [`crate::engine::line::parse_usage`] sums them, read in
 /// one pass; None for anything but an object of plain keys whose known fields are finite
 /// numbers and whose `cost` is null or such an object (serde then decides, as before).
@@ -88,29 +91,22 @@ pub(crate) fn usage_numbers(text: &str) -> Option<RawUsage> {
     s.ws();
     let mut usage = RawUsage::default();
     // Known keys seen: serde refuses a duplicate, so such an object is left to it.
-    let mut seen = 0u8;
+    let mut seen = 0u32;
     s.open(b'{')?;
     if !s.empty(b'}')? {
         loop {
             let key = s.key()?;
-            let (bit, slot) = match key {
-                "input" => (0, Some(&mut usage.input)),
-                "output" => (1, Some(&mut usage.output)),
-                "cache_read" => (2, Some(&mut usage.cache_read)),
-                "cache_write" => (3, Some(&mut usage.cache_write)),
-                "total_tokens" => (4, Some(&mut usage.total_tokens)),
-                "cost" => (5, None),
-                _ => (8, None),
-            };
-            if bit < 8 {
-                if seen & 1 << bit != 0 {
+            // The model table's fields of `usage`: its token counts, then `cost`.
+            let known = model::USAGE.fields.iter().position(|f| f.key == key);
+            if let Some(i) = known {
+                if seen & 1 << i != 0 {
                     return None;
                 }
-                seen |= 1 << bit;
+                seen |= 1 << i;
             }
-            match slot {
-                Some(n) => *n = s.float()?,
-                None if bit == 5 => usage.cost = s.cost()?,
+            match known.map(|i| &model::USAGE.fields[i]) {
+                Some(f) if matches!(f.kind, FieldKind::Nested(_)) => usage.cost = s.cost()?,
+                Some(_) => *usage.tokens_mut().into_iter().nth(known?)? = s.float()?,
                 None => s.skip()?,
             }
             if !s.next_or_close(b'}')? {
@@ -376,7 +372,7 @@ impl<'a> Scanner<'a> {
         self.open(b'{')?;
         if !self.empty(b'}')? {
             loop {
-                if self.key()? == "total" {
+                if self.key()? == COST_TOTAL {
                     if std::mem::replace(&mut seen, true) {
                         return None;
                     }
@@ -1021,6 +1017,27 @@ mod tests {
             assert_eq!(usage_numbers(s), None, "{s}");
         }
         assert_eq!(serde(r#"{"in\u0070ut":3}"#).unwrap().input, 3.0);
+        // The token fields as the model table names and orders them, and `cost.total`:
+        // what serde's names and `RawUsage::tokens_mut` read.
+        let tokens: Vec<_> = model::USAGE
+            .fields
+            .iter()
+            .filter(|f| !matches!(f.kind, FieldKind::Nested(_)))
+            .collect();
+        assert_eq!(tokens.len(), 5);
+        let mut json: Vec<String> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("{:?}:{}", f.key, i + 1))
+            .collect();
+        assert!(model::COST.fields.iter().any(|f| f.key == COST_TOTAL));
+        json.push(format!(r#""cost":{{"{COST_TOTAL}":6}}"#));
+        let text = format!("{{{}}}", json.join(","));
+        for mut u in [serde(&text).unwrap(), usage_numbers(&text).unwrap()] {
+            let got: Vec<f64> = u.tokens_mut().into_iter().map(|n| *n).collect();
+            assert_eq!(got, [1.0, 2.0, 3.0, 4.0, 5.0], "{text}");
+            assert_eq!(u.cost.map(|c| c.total), Some(6.0));
+        }
     }
 
     #[test]

@@ -261,6 +261,20 @@ pub(crate) struct RawUsage {
     pub(crate) cost: Option<RawCost>,
 }
 
+impl RawUsage {
+    /// The token counts, in the order of the model table's `Int` fields of `usage`
+    /// (`model::USAGE`; a test holds the two together).
+    pub(crate) fn tokens_mut(&mut self) -> [&mut f64; 5] {
+        [
+            &mut self.input,
+            &mut self.output,
+            &mut self.cache_read,
+            &mut self.cache_write,
+            &mut self.total_tokens,
+        ]
+    }
+}
+
 /// Usage is read leniently: a usage object of the wrong shape counts as none.
 ///
 /// The plain objects writers write are read in one pass (`fastline::usage_numbers`);
