@@ -104,9 +104,11 @@ pub(crate) fn usage_numbers(text: &str) -> Option<RawUsage> {
                 }
                 seen |= 1 << i;
             }
-            match known.map(|i| &model::USAGE.fields[i]) {
-                Some(f) if matches!(f.kind, FieldKind::Nested(_)) => usage.cost = s.cost()?,
-                Some(_) => *usage.tokens_mut().into_iter().nth(known?)? = s.float()?,
+            match known {
+                Some(i) if matches!(model::USAGE.fields[i].kind, FieldKind::Nested(_)) => {
+                    usage.cost = s.cost()?;
+                }
+                Some(i) => *usage.tokens_mut().into_iter().nth(i)? = s.float()?,
                 None => s.skip()?,
             }
             if !s.next_or_close(b'}')? {
