@@ -26,6 +26,7 @@ __all__ = [
     "_register_error_classes",
     "_register_model",
     "convert_lines",
+    "json_loads",
     "pi_name",
 ]
 
@@ -250,6 +251,10 @@ PI_LEAF_MARKER: Final[str]
 
 def pi_name(name: str) -> str:
     """pi's spelling of a sessiontree name: ``"tool_result"`` → ``"toolResult"``."""
+
+def json_loads(text: bytes) -> Any:
+    """``json.loads`` of one UTF-8 JSON text, without importing ``json``; ``ValueError``
+    if it is not one."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

@@ -214,13 +214,17 @@ fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
     }
     // Every slot must be filled: the class's fields (`__st_fields__`, which the model's
     // `frozen` decorator keeps, bases' first) are exactly the table's and `_extra`.
+    // A tuple, read by index: collecting a Python iterator asks `operator.length_hint`,
+    // and importing `operator` is a few percent of `import sessiontree`.
     let declared: Vec<String> = cls
         .getattr("__st_fields__")
-        .map_err(|_| {
+        .ok()
+        .and_then(|f| f.cast_into::<PyTuple>().ok())
+        .ok_or_else(|| {
             PyTypeError::new_err(format!("{} is not a model class (no fields)", def.class))
         })?
-        .try_iter()?
-        .map(|f| f?.getattr("name")?.extract::<String>())
+        .iter()
+        .map(|f| f.getattr("name")?.extract::<String>())
         .collect::<PyResult<_>>()?;
     let mut expected: Vec<String> = fields.iter().map(|f| f.attr().to_owned()).collect();
     expected.push("_extra".to_owned());

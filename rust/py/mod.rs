@@ -58,6 +58,13 @@ fn convert_lines<'py>(py: Python<'py>, data: &[u8], to: &str) -> PyResult<Bound<
     Ok(PyBytes::new(py, &out))
 }
 
+/// Parses one JSON text (what `json.loads` gives), so the package's import-time and
+/// open-time reads of small JSON texts need not import Python's `json` (and `re` under it).
+#[pyfunction]
+fn json_loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pyjson::loads(py, text)
+}
+
 #[pyfunction]
 fn _register_error_classes(
     base: &Bound<'_, PyType>,
@@ -1094,6 +1101,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(pi_name, m)?)?;
     m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(json_loads, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
