@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,10 +149,50 @@ def test_literal_alias_matches_engine(module: Any, alias: str, core_name: str) -
     assert typing.get_args(getattr(module, alias)) == getattr(_core, core_name)
 
 
-def test_importing_the_package_imports_no_typing() -> None:
-    code = "import sys, sessiontree; print('typing' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+# What ``import sessiontree`` leaves unloaded (each is loaded on first use where needed):
+# together they were half of its import time.
+_NOT_IMPORTED = (
+    "typing",
+    "json",
+    "re",
+    "enum",
+    "functools",
+    "contextlib",
+    "collections",
+    "threading",
+    "operator",
+    "datetime",
+    "asyncio",
+)
+
+
+def _loaded_after(code: str) -> set[str]:
+    check = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    return set(out.stdout.split()) & set(_NOT_IMPORTED)
+
+
+def test_importing_the_package_loads_none_of_the_heavy_stdlib_modules() -> None:
+    assert _loaded_after("import sessiontree") == set()
+
+
+def test_resuming_and_a_turn_load_none_of_them_either(tmp_path: Path) -> None:
+    """Open a session, build its context and append a turn: the engine path needs none of
+    them on the Python side (creating a file or reading its header may load ``json`` and
+    ``datetime``, once)."""
+    path = tmp_path / "s.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path)) as s:
+        s.append_message(st.UserMessage("hi"))
+    code = f"""
+import sessiontree as st
+with st.Session(st.JsonlSessionStorage.open({str(path)!r})) as s:
+    assert [m.role for m in s.build_context().messages] == ["user"]
+    s.append_message(st.UserMessage("again"))
+    s.append_message(st.AssistantMessage([st.TextContent("hello")], provider="p", model="m"))
+    assert [m.role for m in s.build_context().messages] == ["user", "user", "assistant"]
+    assert s.storage.get_entries(reverse=True, limit=20)[0].message.role == "assistant"
+"""
+    assert _loaded_after(code) == set()
 
 
 def test_tables_keyed_by_the_names_cover_them_exactly() -> None:
@@ -202,3 +243,32 @@ def test_python_and_engine_read_the_same_format_versions() -> None:
     with pytest.raises(st.SessionError) as core_info:
         _core.Engine.from_bytes(json.dumps(newer).encode() + b"\n")
     assert py_info.value.code == core_info.value.code == "corrupt"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"null",
+        b"false",
+        b"0",
+        b"0.0",
+        b'"stop"',
+        b'{"a": [1, -2.5e3, "\\u00e9\\n", {}], "b": null}',
+        b"123456789012345678901234567890",
+        '"é"'.encode(),
+    ],
+)
+def test_the_engines_json_reader_reads_as_json_does(text: bytes) -> None:
+    """``_core.json_loads`` stands in for ``json.loads`` where the package reads small
+    texts (the model table's defaults, a header, a fork's lines)."""
+    got = _core.json_loads(text)
+    assert got == json.loads(text)
+    assert type(got) is type(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b"", b"{", b"[1,]", b"\xff", b"1 2"])
+def test_the_engines_json_reader_refuses_what_json_refuses(text: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        _core.json_loads(text)

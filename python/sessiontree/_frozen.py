@@ -24,12 +24,12 @@ find them) rather than by name.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from ._typing import cast, overload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TypeVar
 
     if sys.version_info >= (3, 11):

@@ -6,17 +6,25 @@ only (``if TYPE_CHECKING:``, with ``TYPE_CHECKING = False`` defined in the modul
 type checkers read as true); the few that run are here: :func:`cast` and :func:`overload`
 as type checkers see them and as plain functions at run time, and :func:`literal_aliases`,
 which makes a module's public ``Literal`` aliases on first use.
+
+The abstract collections a module needs at run time (a base class, an ``isinstance``
+check) come from here too: ``collections.abc`` re-exports ``_collections_abc``, which every
+interpreter has loaded at start (``os`` uses it), but importing it runs
+``collections/__init__`` first, a tenth of ``import sessiontree``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable as Callable
+    from collections.abc import Iterable as Iterable
+    from collections.abc import Mapping as Mapping
+    from collections.abc import Sequence as Sequence
     from typing import cast as cast
     from typing import overload as overload
 else:
+    from _collections_abc import Callable, Iterable, Mapping, Sequence
 
     def cast(_type: object, value: object) -> object:
         """``typing.cast``: returns ``value``."""
@@ -28,7 +36,7 @@ else:
         return func
 
 
-__all__ = ["cast", "literal_aliases", "overload"]
+__all__ = ["Callable", "Iterable", "Mapping", "Sequence", "cast", "literal_aliases", "overload"]
 
 
 def literal_aliases(namespace: dict[str, object], **values_of: str) -> Callable[[str], object]:

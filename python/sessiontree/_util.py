@@ -8,7 +8,6 @@ milliseconds.  These helpers convert between the two without going through local
 from __future__ import annotations
 
 import _thread
-import functools
 import os
 import time
 
@@ -17,8 +16,11 @@ from .errors import SessionError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable
     from datetime import datetime, timedelta, timezone
-    from typing import Final
+    from typing import Final, TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = [
     "iso_to_datetime",
@@ -46,24 +48,39 @@ def fspath_arg(name: str, value: object) -> str:
     )
 
 
+def _once(make: Callable[[], _T]) -> Callable[[], _T]:
+    """``functools.cache`` of a function without arguments, without importing ``functools``
+    (nor ``collections`` under it). Two threads may both make the value the first time;
+    both get one made by ``make``."""
+    made: list[_T] = []
+
+    def get() -> _T:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    get.__doc__ = make.__doc__
+    return get
+
+
 # ``datetime`` and the timestamp regex are loaded on first use: stamping an append only
 # needs ``now_iso``, which formats the time itself, and loading both costs a few percent
 # of ``import sessiontree``.
-@functools.cache
+@_once
 def _datetime() -> tuple[type[datetime], type[timedelta], type[timezone]]:
     import datetime as dt
 
     return dt.datetime, dt.timedelta, dt.timezone
 
 
-@functools.cache
+@_once
 def _epoch() -> tuple[datetime, timedelta]:
     """The Unix epoch (UTC) and one millisecond."""
     datetime, timedelta, timezone = _datetime()
     return datetime(1970, 1, 1, tzinfo=timezone.utc), timedelta(milliseconds=1)
 
 
-@functools.cache
+@_once
 def _iso_pattern() -> re.Pattern[str]:
     import re
 

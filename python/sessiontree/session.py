@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
-
+from ._typing import Mapping
 from ._util import now_iso
 from .context import ContextCache, SessionContextBuildOptions, merge_context_build_options
 from .errors import SessionError
@@ -28,6 +25,8 @@ from .storage import SessionStorage
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from types import TracebackType
     from typing import Any
 
     from .model.entries import ThinkingLevel
@@ -108,11 +107,11 @@ class Session:
             cache.appended(entry, len(storage))
         return entry.id
 
-    def _add(self, make: Callable[..., SessionTreeEntry]) -> str:
-        """Builds an entry under the current leaf (``make(**base)``) and appends it, with
-        no other thread's append in between."""
+    def _add(self, cls: Callable[..., SessionTreeEntry], **fields: Any) -> str:
+        """Builds an entry under the current leaf (``cls(**fields, **base)``) and appends
+        it, with no other thread's append in between."""
         with self._atomic:
-            return self._append(make(**self._base()))
+            return self._append(cls(**fields, **self._base()))
 
     def append_message(self, message: AgentMessage) -> str:
         """Appends a message (user, assistant, tool result, ...)."""
@@ -127,17 +126,17 @@ class Session:
 
     def append_thinking_level_change(self, level: ThinkingLevel) -> str:
         """Records a thinking-level change (``off minimal low medium high xhigh``)."""
-        return self._add(functools.partial(ThinkingLevelChangeEntry, thinking_level=level))
+        return self._add(ThinkingLevelChangeEntry, thinking_level=level)
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         """Records a model change."""
-        return self._add(functools.partial(ModelChangeEntry, provider=provider, model_id=model_id))
+        return self._add(ModelChangeEntry, provider=provider, model_id=model_id)
 
     def append_active_tools_change(self, names: Sequence[str]) -> str:
         """Records the set of active tools."""
         if isinstance(names, str):
             raise SessionError("invalid_argument", "names must be a sequence of str, not a str")
-        return self._add(functools.partial(ActiveToolsChangeEntry, active_tool_names=names))
+        return self._add(ActiveToolsChangeEntry, active_tool_names=names)
 
     def append_compaction(
         self,
@@ -155,21 +154,19 @@ class Session:
         if first_kept_entry_id is not None and self._storage.get_entry(first_kept_entry_id) is None:
             raise SessionError("not_found", f"entry {first_kept_entry_id!r} not found")
         return self._add(
-            functools.partial(
-                CompactionEntry,
-                summary=summary,
-                first_kept_entry_id=first_kept_entry_id,
-                tokens_before=tokens_before,
-                retained_tail=retained_tail,
-                details=details,
-                usage=usage,
-                from_hook=from_hook,
-            )
+            CompactionEntry,
+            summary=summary,
+            first_kept_entry_id=first_kept_entry_id,
+            tokens_before=tokens_before,
+            retained_tail=retained_tail,
+            details=details,
+            usage=usage,
+            from_hook=from_hook,
         )
 
     def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
         """Appends application data (no context messages unless a projector is given)."""
-        return self._add(functools.partial(CustomEntry, custom_type=custom_type, data=data))
+        return self._add(CustomEntry, custom_type=custom_type, data=data)
 
     def append_custom_message_entry(
         self,
@@ -181,13 +178,11 @@ class Session:
         """Appends a custom message that goes into the context (``content``: text, or text
         and image blocks)."""
         return self._add(
-            functools.partial(
-                CustomMessageEntry,
-                custom_type=custom_type,
-                content=content,
-                details=details,
-                display=display,
-            )
+            CustomMessageEntry,
+            custom_type=custom_type,
+            content=content,
+            details=details,
+            display=display,
         )
 
     def append_label(self, target_id: str, label: str | None) -> str:
@@ -196,12 +191,12 @@ class Session:
         _require_str("label", label, optional=True)
         if self._storage.get_entry(target_id) is None:
             raise SessionError("not_found", f"entry {target_id!r} not found")
-        return self._add(functools.partial(LabelEntry, target_id=target_id, label=label))
+        return self._add(LabelEntry, target_id=target_id, label=label)
 
     def append_session_info(self, name: str | None) -> str:
         """Names the session (``None`` clears the name)."""
         _require_str("name", name, optional=True)
-        return self._add(functools.partial(SessionInfoEntry, name=name))
+        return self._add(SessionInfoEntry, name=name)
 
     def move_to(self, entry_id: str | None, summary: Mapping[str, Any] | None = None) -> str | None:
         """Moves the leaf to ``entry_id`` (``None``: before the first entry).

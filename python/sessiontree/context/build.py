@@ -8,10 +8,10 @@ transforms run after it, in order; projectors turn ``custom`` entries into messa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from .._frozen import field, frozen
+from .._typing import Callable, Iterable, Mapping
 from ..errors import SessionError
 from ..model.entries import (
     ActiveToolsChangeEntry,
@@ -36,6 +36,7 @@ from ..model.types import ContextState, ModelRef, SessionContext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = [

@@ -23,8 +23,6 @@ cold :func:`~sessiontree.build_session_context`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -48,6 +46,7 @@ from .build import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from ..storage import SessionStorage

@@ -23,11 +23,7 @@ class is checked, written and read as the class it derives from.
 
 from __future__ import annotations
 
-import functools
-import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .. import _core, _frozen
@@ -36,6 +32,8 @@ from ..errors import SessionError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
     from typing import Any, Final
 
 __all__ = ["Field", "Spec", "check", "read_tagged", "reading", "register", "spec_of", "to_json"]
@@ -46,15 +44,25 @@ _MAX_ID_BYTES: Final = _core.MAX_ID_BYTES
 _CONTAINERS: Final = (dict, list, tuple)
 
 
-@contextmanager
-def reading() -> Iterator[None]:
+class reading:
     """Construct values read from a file: only kinds are checked, not the rules a user
-    is held to (a file written by an earlier version may break them, and it loads)."""
-    token = _READING.set(True)
-    try:
-        yield
-    finally:
-        _READING.reset(token)
+    is held to (a file written by an earlier version may break them, and it loads).
+
+    A class rather than ``contextlib.contextmanager``: ``import sessiontree`` does not
+    load ``contextlib`` (nor ``functools`` under it)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _READING.set(True)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _READING.reset(self._token)
 
 
 def _name(obj: object) -> str:
@@ -128,7 +136,7 @@ def _first_check(cls: type) -> Callable[[Any], None]:
         fn(self)
 
     # ``__init__`` runs the check itself, on its parameters (see ``_frozen``).
-    __post_init__.__st_inline__ = functools.partial(_inline_check, cls)  # type: ignore[attr-defined]
+    __post_init__.__st_inline__ = _inline_for(cls)  # type: ignore[attr-defined]
     return __post_init__
 
 
@@ -181,7 +189,7 @@ class Field:
         self.rule: str | None = rule
         # A constructor takes None where readers read null as None.
         self.accepts_none: bool = nullable and (required or default == "null")
-        self.default: Any = None if default in (None, "{}") else json.loads(default)
+        self.default: Any = None if default in (None, "{}") else _core.json_loads(default.encode())
         # The classes a value (or item) may be, and how an error names them.
         self.classes: tuple[type, ...] = ()
         if kind in ("blocks", "str_or_blocks"):
@@ -371,8 +379,13 @@ def _gen_check(spec: Spec) -> Callable[[Any], None]:
     lines, env = _check_source(spec, inline=False)
     body = [f"    {line}" for line in lines] or ["    pass"]
     fn = _compile(spec, "check", ["def check(self):", *body], env)
-    fn.__st_inline__ = functools.partial(_inline_check, spec.cls)
+    fn.__st_inline__ = _inline_for(spec.cls)
     return cast("Callable[[Any], None]", fn)
+
+
+def _inline_for(cls: type) -> Callable[[], tuple[list[str], dict[str, Any]] | None]:
+    """``_inline_check`` of ``cls``, to be called later."""
+    return lambda: _inline_check(cls)
 
 
 def _inline_check(cls: type) -> tuple[list[str], dict[str, Any]] | None:

@@ -26,10 +26,7 @@ True
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from collections.abc import Callable, Sequence
 
 from .. import _core
 from .._frozen import field, fields, frozen
@@ -54,6 +51,7 @@ from .messages import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [
@@ -460,68 +458,84 @@ _KNOWN_ENTRY_CLASSES: Final = (
 
 # --------------------------------------------------------------------------- JSON codec
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+class _Json:
+    """``json``'s encoder and decoder as the entry codec uses them, made on first use:
+    importing ``json`` (and ``re`` under it) is a quarter of ``import sessiontree``, and the
+    engine-backed storages encode and decode in Rust."""
+
+    def __init__(self) -> None:
+        import json
+
+        self.encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        # ``parse_constant`` turns Python's NaN/Infinity extension back into an error.
+        self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
+        self.encode_str: Callable[[str], str] = json.encoder.encode_basestring
+        self.fast_encode = self._make_fast_encode(json.encoder)
+
+    def _make_fast_encode(self, encoder: Any) -> Callable[[Any, int], Any] | None:
+        """The C encoder ``self.encoder.encode`` builds on every call, built once.
+
+        ``JSONEncoder.encode`` spends about as long setting up ``json``'s C encoder as
+        running it on a small entry. This one has no circular-reference markers (a shared
+        markers dict could be corrupted by an exception or another thread); any failure, a
+        cycle included, is redone by ``self.encoder`` for its exact error.
+        ``c_make_encoder`` is undocumented, so it is only used if it exists, accepts this
+        call and matches ``self.encoder`` on a probe.
+        """
+        make = getattr(encoder, "c_make_encoder", None)
+        if make is None:
+            return None
+        probe = {"a": [1, -2.5, None, True, False, 'é\n\u2028"\\'], "b": {}, "": []}
+        try:
+            # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
+            # skipkeys, allow_nan), as ``JSONEncoder.iterencode`` passes them.
+            encode = make(
+                None,
+                self.encoder.default,
+                encoder.encode_basestring,
+                None,
+                ":",
+                ",",
+                False,
+                False,
+                False,
+            )
+            same = "".join(encode(probe, 0)) == self.encoder.encode(probe)
+        except Exception:
+            return None
+        if not same:
+            return None
+        try:
+            encode([float("nan")], 0)
+        except ValueError:  # refused, as ``allow_nan=False`` does
+            return encode  # type: ignore[no-any-return]
+        return None
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-# ``parse_constant`` turns Python's NaN/Infinity extension back into an error.
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_JSON: _Json | None = None
 
 
-def _make_fast_encode() -> Callable[[Any, int], Any] | None:
-    """The C encoder ``_ENCODER.encode`` builds on every call, built once.
-
-    ``JSONEncoder.encode`` spends about as long setting up ``json``'s C encoder as running
-    it on a small entry. This one has no circular-reference markers (a shared markers dict
-    could be corrupted by an exception or another thread); any failure, a cycle included,
-    is redone by ``_ENCODER`` for its exact error. ``c_make_encoder`` is undocumented, so
-    it is only used if it exists, accepts this call and matches ``_ENCODER`` on a probe.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return None
-    probe = {"a": [1, -2.5, None, True, False, 'é\n\u2028"\\'], "b": {}, "": []}
-    try:
-        # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
-        # skipkeys, allow_nan), as ``JSONEncoder.iterencode`` passes them.
-        encode = make(
-            None,
-            _ENCODER.default,
-            json.encoder.encode_basestring,
-            None,
-            ":",
-            ",",
-            False,
-            False,
-            False,
-        )
-        same = "".join(encode(probe, 0)) == _ENCODER.encode(probe)
-    except Exception:
-        return None
-    if not same:
-        return None
-    try:
-        encode([float("nan")], 0)
-    except ValueError:  # refused, as ``allow_nan=False`` does
-        return encode  # type: ignore[no-any-return]
-    return None
-
-
-_FAST_ENCODE: Final = _make_fast_encode()
-_encode_str: Final = json.encoder.encode_basestring
+def _json() -> _Json:
+    global _JSON
+    if _JSON is None:
+        _JSON = _Json()
+    return _JSON
 
 
 def _dumps(obj: Any, what: str) -> bytes:
-    if _FAST_ENCODE is not None:
+    codec = _JSON or _json()
+    if codec.fast_encode is not None:
         try:
-            return "".join(_FAST_ENCODE(obj, 0)).encode("utf-8")
+            return "".join(codec.fast_encode(obj, 0)).encode("utf-8")
         except Exception:
             pass  # the path below raises the right error
     try:
-        return _ENCODER.encode(obj).encode("utf-8")
+        return codec.encoder.encode(obj).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
         # ValueError covers NaN/Infinity, circular data and lone surrogates.
         raise SessionError("invalid_argument", f"{what} is not valid JSON: {exc}") from None
@@ -540,7 +554,7 @@ def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
             "invalid_argument", f"{what} must be bytes or str, got {type(raw).__name__}"
         )
     try:
-        return _DECODER.decode(text)
+        return (_JSON or _json()).decoder.decode(text)
     except ValueError as exc:
         raise _corrupt(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
@@ -593,12 +607,15 @@ def entry_to_json(entry: SessionTreeEntry) -> bytes:
     >>> entry_to_json(SessionInfoEntry(id="a1", parent_id=None, timestamp="T", name="é"))
     b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T","name":"\\xc3\\xa9"}'
     """
-    if entry.__class__ is MessageEntry and _FAST_ENCODE is not None and not entry._extra:
+    codec = _JSON or _json()
+    fast_encode = codec.fast_encode
+    if entry.__class__ is MessageEntry and fast_encode is not None and not entry._extra:
         # The common append: the envelope is formatted here, only the message goes through
         # the encoder. Any failure is left to the general path below for its error.
+        _encode_str = codec.encode_str
         try:
             parent = entry.parent_id
-            message = "".join(_FAST_ENCODE(message_to_dict(entry.message), 0))
+            message = "".join(fast_encode(message_to_dict(entry.message), 0))
             return (
                 f'{{"type":"message","id":{_encode_str(entry.id)},"parent_id":'
                 f"{'null' if parent is None else _encode_str(parent)},"
@@ -730,8 +747,11 @@ def _fill_from(obj: Any, fresh: Any) -> None:
     # Another thread may fill it at the same time: it copies the same values.
     for descr in _unread_slots_of(cls):
         descr.__set__(obj, descr.__get__(fresh))
-    with contextlib.suppress(AttributeError):
+    # Not ``contextlib.suppress``: ``import sessiontree`` does not load ``contextlib``.
+    try:  # noqa: SIM105
         _SRC.__delete__(obj)
+    except AttributeError:
+        pass
 
 
 # What the engine sets when it hands an object out unread (``rust/py/lazy.rs``): an

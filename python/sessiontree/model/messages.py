@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import reprlib
-from collections.abc import Sequence
 
 from .. import _core
 from .._frozen import MISSING, at_defaults, field, fields, frozen
@@ -38,6 +37,7 @@ from . import _table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [

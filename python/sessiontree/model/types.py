@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
 
 from .. import _core
 from .._frozen import frozen
-from .._typing import overload
+from .._typing import Sequence, overload
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
     from datetime import datetime
     from typing import Any, Final
 

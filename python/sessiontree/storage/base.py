@@ -3,11 +3,8 @@ defaults for its optional fast paths."""
 
 from __future__ import annotations
 
+import _thread
 import abc
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from types import TracebackType
 
 from .. import _core
 from .._typing import literal_aliases
@@ -32,6 +29,9 @@ from ..model.types import SessionStats, TreeNode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from contextlib import AbstractContextManager
+    from types import TracebackType
     from typing import Any, Final, Literal
 
 __all__ = [
@@ -461,7 +461,7 @@ class SessionStorage(abc.ABC):
         several sessions over one storage) append one after the other and the tree stays
         the chain they made. Take it yourself around your own read-then-write sequences.
 
-        The default is one ``threading.RLock`` per storage object.
+        The default is one re-entrant lock (``threading.RLock``) per storage object.
 
         >>> from sessiontree import InMemorySessionStorage
         >>> storage = InMemorySessionStorage()
@@ -470,7 +470,7 @@ class SessionStorage(abc.ABC):
         """
         lock = self.__dict__.get("_atomic_lock")
         if lock is None:
-            lock = self.__dict__.setdefault("_atomic_lock", threading.RLock())
+            lock = self.__dict__.setdefault("_atomic_lock", _thread.RLock())
         return lock  # type: ignore[no-any-return]
 
     def __enter__(self) -> SessionStorage:

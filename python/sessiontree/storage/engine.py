@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
+import _thread
 import gc
-import json
-import threading
-from collections.abc import Callable, Mapping, Sequence
 
 from .. import _core
 from .._util import now_iso
@@ -46,6 +43,7 @@ from .base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, ClassVar, Final
 
 __all__ = ["Limits"]
@@ -53,6 +51,8 @@ __all__ = ["Limits"]
 
 def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
     """The same entry line with ``parent_id`` replaced; every other field is kept."""
+    import json  # only forks rewrite lines; importing json costs ``import sessiontree``
+
     d = json.loads(line)
     d["parent_id"] = parent_id
     return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -187,18 +187,18 @@ class _EngineStorage(SessionStorage):
             for name in _STAMPING
         )
 
-    def __init__(self, engine: _core.Engine, atomic: threading.RLock | None = None) -> None:
+    def __init__(self, engine: _core.Engine, atomic: _thread.RLock | None = None) -> None:
         self._engine = engine
         self._header = None
         # Shared by every handle on one engine (see ``InMemorySessionStorage.share``).
-        self._atomic_lock = threading.RLock() if atomic is None else atomic
+        self._atomic_lock = _thread.RLock() if atomic is None else atomic
 
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._engine.closed
 
-    def atomic(self) -> threading.RLock:
+    def atomic(self) -> _thread.RLock:
         return self._atomic_lock
 
     def _check(self) -> None:
@@ -208,7 +208,7 @@ class _EngineStorage(SessionStorage):
     def get_metadata(self) -> SessionHeader:
         self._check()
         if self._header is None:
-            self._header = header_from_dict(json.loads(self._engine.header()))
+            self._header = header_from_dict(_core.json_loads(self._engine.header()))
         return self._header
 
     @property
@@ -435,12 +435,12 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("role", role, optional=False)
         self._check()
         engine = self._engine
-        for idx in engine.select("message"):
-            if engine.info(idx)[1] == role:
-                entry = _read_entries(functools.partial(engine.entries, [idx]))[0]
-                assert isinstance(entry, MessageEntry)
-                return entry
-        return None
+        first = next((i for i in engine.select("message") if engine.info(i)[1] == role), None)
+        if first is None:
+            return None
+        entry = _read_entries(lambda: engine.entries([first]))[0]
+        assert isinstance(entry, MessageEntry)
+        return entry
 
     def get_fork_source(self, entry_id: str | None, position: str) -> ForkSource:
         # Works on engine indices and raw lines: no entry objects are built, and lines are
@@ -494,14 +494,14 @@ class _EngineStorage(SessionStorage):
             for k, raw in zip(idxs, engine.lines(idxs), strict=True):
                 tgt = engine.info(k)[3]
                 if type_name == "session_info":
-                    name = json.loads(raw).get("name")
+                    name = _core.json_loads(raw).get("name")
                     special[pos_of_key(k)] = (
                         type_name,
                         FORK_OUTSIDE,
                         name if isinstance(name, str) else None,
                     )
                 elif type_name == "label":
-                    text = json.loads(raw).get("label")
+                    text = _core.json_loads(raw).get("label")
                     tpos = FORK_OUTSIDE if tgt is None else pos_of_key(tgt)
                     special[pos_of_key(k)] = (
                         type_name,
@@ -511,7 +511,7 @@ class _EngineStorage(SessionStorage):
                 else:
                     if tgt is not None:
                         tpos = pos_of_key(tgt)
-                    elif json.loads(raw).get("target_id") is not None:
+                    elif _core.json_loads(raw).get("target_id") is not None:
                         # A target the reader could not find (the load report says so, but
                         # keeps only the first issues): the move is dropped.
                         tpos = FORK_OUTSIDE
@@ -536,7 +536,7 @@ class _EngineStorage(SessionStorage):
                 # A root of the engine whose line names a parent the reader could not find
                 # (a dangling parent) is written with ``parent_id`` null too.
                 if parents[k] != new_key or (
-                    new_key < 0 and json.loads(lines[j]).get("parent_id") is not None
+                    new_key < 0 and _core.json_loads(lines[j]).get("parent_id") is not None
                 ):
                     lines[j] = _reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)

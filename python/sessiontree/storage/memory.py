@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import _thread
 
 from .. import _core
 from ..errors import SessionError
@@ -78,7 +78,7 @@ class InMemorySessionStorage(_EngineStorage):
 class _SharedMemoryStorage(InMemorySessionStorage):
     """A share of another :class:`InMemorySessionStorage`'s document (see ``share``)."""
 
-    def __init__(self, engine: _core.Engine, atomic: threading.RLock) -> None:
+    def __init__(self, engine: _core.Engine, atomic: _thread.RLock) -> None:
         _EngineStorage.__init__(self, engine, atomic)
         self._released = False
 
