@@ -26,6 +26,7 @@ __all__ = [
     "_register_error_classes",
     "_register_model",
     "convert_lines",
+    "gc_track",
     "json_loads",
     "pi_name",
 ]
@@ -251,6 +252,11 @@ PI_LEAF_MARKER: Final[str]
 
 def pi_name(name: str) -> str:
     """pi's spelling of a sessiontree name: ``"tool_result"`` → ``"toolResult"``."""
+
+def gc_track(obj: object) -> None:
+    """Puts an object the engine handed out unread (and so untracked by the cyclic GC)
+    back in the collector's lists; ``sessiontree.model.entries`` calls it when it fills
+    one. ``TypeError`` for an object the GC does not collect."""
 
 def json_loads(text: bytes) -> Any:
     """``json.loads`` of one UTF-8 JSON text, without importing ``json``; ``ValueError``

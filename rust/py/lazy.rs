@@ -180,6 +180,8 @@ impl Shells {
         )
         .ok()?
         .into_any();
+        // Nothing it holds can lead back to it.
+        untrack(&src);
         let obj = shell.shell.make(py, &src)?;
         set(&shell.id, &obj, id)?;
         let none = py.None().into_bound(py);
@@ -189,9 +191,53 @@ impl Shells {
             &obj,
             PyString::new(py, timestamp).as_any(),
         )?;
-        if let (Some(slot), Some(m)) = (&shell.message, message) {
-            set(slot, &obj, &m.make(py, &src)?)?;
+        match (&shell.message, message) {
+            (Some(slot), Some(m)) => {
+                // The message holds only its `LineRef` until it is filled. The entry stays
+                // tracked: its message may come to hold dicts when it is filled alone.
+                let message = m.make(py, &src)?;
+                untrack(&message);
+                set(slot, &obj, &message)?;
+            }
+            // Strings and its `LineRef` until it is filled.
+            _ => untrack(&obj),
         }
         Some(obj)
     }
+}
+
+/// Takes an object out of the cyclic garbage collector's lists: one that holds only
+/// strings, None and other untracked objects can be in no reference cycle, and each
+/// tracked object costs every collection a visit (the unread entries of a long context
+/// were two thirds of the objects a collection after it walked). Filling an unread
+/// object (`sessiontree.model.entries._fill_from`) tracks it again ([`gc_track`]).
+fn untrack(obj: &Bound<'_, PyAny>) {
+    // SAFETY: `obj` is a live object of a GC type (the model classes and `LineRef` are),
+    // and untracking an untracked object does nothing. Its deallocator untracks it again
+    // first, which is also harmless.
+    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) }
+}
+
+/// Puts `obj` back in the cyclic garbage collector's lists if it was taken out
+/// ([`untrack`]); for an object of a GC type only (a `TypeError` otherwise).
+#[pyfunction]
+pub fn gc_track(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: reading the type's flags of a live object.
+    let is_gc = unsafe {
+        pyo3::ffi::PyType_HasFeature(obj.get_type().as_type_ptr(), pyo3::ffi::Py_TPFLAGS_HAVE_GC)
+    };
+    if is_gc == 0 {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{} objects are not collected by the cyclic GC",
+            obj.get_type().name()?
+        )));
+    }
+    // SAFETY: a live object of a GC type; tracked only if it is not (tracking a tracked
+    // object is an error).
+    unsafe {
+        if pyo3::ffi::PyObject_GC_IsTracked(obj.as_ptr()) == 0 {
+            pyo3::ffi::PyObject_GC_Track(obj.as_ptr().cast());
+        }
+    }
+    Ok(())
 }

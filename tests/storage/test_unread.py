@@ -10,15 +10,18 @@ storage closes — and a file rewritten behind the storage's back must give a cl
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import pathlib
 import pickle
+import weakref
 from typing import Any
 
 import pytest
 from tests.conftest import assert_same, entry_line, header_line, user_line
 
 import sessiontree as st
+from sessiontree import _core
 from sessiontree.model.entries import _is_unread
 
 
@@ -102,6 +105,52 @@ def test_entries_are_unread_until_looked_at(session_file: pathlib.Path) -> None:
         assert _is_unread(entries[1]), "the entry itself is read on its own first use"
         assert entries[1]._extra == {"x_entry": [1, 2]}
         assert not _is_unread(entries[1])
+
+
+def test_unread_objects_cost_the_cyclic_gc_nothing_until_filled(
+    session_file: pathlib.Path,
+) -> None:
+    """A collection walks only tracked objects: an unread message, an unread entry of
+    another type and the reference to their line hold nothing that could be in a cycle,
+    so they are not tracked until they are filled."""
+    with st.JsonlSessionStorage.open(session_file, readonly=True) as storage:
+        entries = storage.get_entries()
+        message_entry, label = entries[1], entries[4]
+        assert isinstance(message_entry, st.MessageEntry) and isinstance(label, st.LabelEntry)
+        assert _is_unread(message_entry.message) and _is_unread(label)
+        assert not gc.is_tracked(message_entry.message)
+        assert not gc.is_tracked(label)
+        # The entry holds its message, which may come to hold dicts on its own.
+        assert gc.is_tracked(message_entry)
+        assert label.label == "start" and gc.is_tracked(label)
+        assert message_entry.message.content[2].arguments == {"p": "/"}
+        assert gc.is_tracked(message_entry.message)
+    with pytest.raises(TypeError):
+        _core.gc_track(1)  # an int is not collected by the cyclic GC
+
+
+class _Sentinel:
+    pass
+
+
+def test_a_cycle_through_a_filled_entry_is_collected(session_file: pathlib.Path) -> None:
+    """A program can make a cycle through a dict inside an entry it was handed unread
+    (a tool call's arguments pointing back to the entry): the collector frees it."""
+    with st.JsonlSessionStorage.open(session_file, readonly=True) as storage:
+        entry = storage.get_entries()[1]
+        assert isinstance(entry, st.MessageEntry)
+        message = entry.message
+        assert isinstance(message, st.AssistantMessage)
+        call = message.content[2]
+        assert isinstance(call, st.ToolCall)
+        sentinel = _Sentinel()
+        alive = weakref.ref(sentinel)
+        call.arguments["back"] = entry
+        call.arguments["sentinel"] = sentinel
+        del entry, message, call, sentinel
+        gc.collect()
+        # The storage's own objects hold none of them.
+        assert alive() is None, "the cycle through the entry was not collected"
 
 
 def test_unread_entries_equal_entries_read_at_once(session_file: pathlib.Path) -> None:

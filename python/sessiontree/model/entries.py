@@ -752,6 +752,9 @@ def _fill_from(obj: Any, fresh: Any) -> None:
         _SRC.__delete__(obj)
     except AttributeError:
         pass
+    # Handed out untracked by the cyclic GC (it held only strings): its fields may now
+    # hold dicts a program can make a cycle with.
+    _core.gc_track(obj)
 
 
 # What the engine sets when it hands an object out unread (``rust/py/lazy.rs``): an
