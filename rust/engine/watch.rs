@@ -14,9 +14,12 @@
 //!
 //! One inotify instance serves the whole process (the kernel allows 128 per user by
 //! default) behind a mutex: whoever reads it counts every event against the watches it
-//! belongs to, so no writer's event is lost to another's read. The instance is closed with
-//! its last watch. A forked child never reads its parent's instance (that would take the
-//! parent's events): it makes its own.
+//! belongs to, so no writer's event is lost to another's read. Once made, the instance stays
+//! open for the life of the process, without watches while no writer is open: closing an
+//! inotify instance waits for the kernel to retire its watches (a grace period, 10–20 ms
+//! here), which made every close of a process's last writer that much slower. A forked
+//! child never reads its parent's instance (that would take the parent's events): it
+//! makes its own.
 //!
 //! Not seen by a watch, and so allowed: the file reached through a symlinked directory
 //! (such a writer keeps the path check), or a file system other programs change from
@@ -119,7 +122,7 @@ mod linux {
         users: HashMap<i32, Vec<Arc<AtomicU64>>>,
     }
 
-    /// One process's instance (None while no writer watches), behind its lock.
+    /// One process's instance (None until its first writer), behind its lock.
     struct Slot {
         pid: u32,
         /// The instance's descriptor (-1 while there is none), readable without the lock:
@@ -254,17 +257,6 @@ mod linux {
         }
     }
 
-    impl Drop for Instance {
-        fn drop(&mut self) {
-            // Only this process's slot holds instances that are dropped.
-            let fd = slot().fd.swap(-1, Ordering::AcqRel);
-            if fd >= 0 {
-                // SAFETY: the descriptor is ours and closed once (swapped out first).
-                unsafe { libc::close(fd) };
-            }
-        }
-    }
-
     /// A writer's watches on its file and on every directory above it.
     pub(crate) struct ChangeWatch {
         events: Arc<AtomicU64>,
@@ -362,11 +354,9 @@ mod linux {
             let Some(inst) = guard.as_mut() else {
                 return;
             };
+            // Removing a watch is quick; the instance is kept (see the module's notes).
             for &wd in &self.wds {
                 inst.remove(wd, &self.events);
-            }
-            if inst.users.is_empty() {
-                *guard = None;
             }
         }
     }

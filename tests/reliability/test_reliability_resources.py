@@ -139,7 +139,13 @@ def test_close_releases_the_descriptor_at_once(tmp_path: Path) -> None:
         root = sys.argv[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         def fds():
-            return len(os.listdir("/proc/self/fd"))
+            out = {}
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    out[fd] = os.readlink(f"/proc/self/fd/{fd}")
+                except OSError:
+                    pass  # the descriptor listdir itself used
+            return out
         before = fds()
         kept = []  # references held: nothing is garbage-collected
         for i in range(600):
@@ -165,8 +171,11 @@ def test_close_releases_the_descriptor_at_once(tmp_path: Path) -> None:
                 deleted.append(os.readlink(f"/proc/self/fd/{fd}"))
             except OSError:
                 pass  # the descriptor listdir itself used
+        after = fds()
         print(json.dumps({
-            "grown": fds() - before,
+            # What stays open: the process's inotify instance (the change watch), made by
+            # the first writer on a local file system and kept, empty, for the next.
+            "grown": sorted(v for k, v in after.items() if before.get(k) != v),
             "deleted_open": [p for p in deleted if "(deleted)" in p],
             "closed": all(k.closed for k in kept),
         }))
@@ -174,7 +183,8 @@ def test_close_releases_the_descriptor_at_once(tmp_path: Path) -> None:
         str(tmp_path),
         timeout=120,
     )
-    assert result == {"grown": 0, "deleted_open": [], "closed": True}
+    assert result["grown"] in ([], ["anon_inode:inotify"]), result
+    assert result["deleted_open"] == [] and result["closed"] is True
 
 
 # -- memory ----------------------------------------------------------------------------------
