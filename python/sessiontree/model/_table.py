@@ -33,7 +33,6 @@ from ..errors import SessionError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import TracebackType
     from typing import Any, Final
 
 __all__ = ["Field", "Spec", "check", "read_tagged", "reading", "register", "spec_of", "to_json"]
@@ -56,12 +55,7 @@ class reading:
     def __enter__(self) -> None:
         self._token = _READING.set(True)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         _READING.reset(self._token)
 
 
