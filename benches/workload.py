@@ -744,6 +744,8 @@ def cached_session(n: int, seed: int = DEFAULT_SEED) -> Workload:
         manifest = generate(tmp, n, seed)
         os.replace(tmp, path)
         manifest_path.write_text(manifest.to_json())
+        # Written back now, not while the first benchmark that uses it is timed.
+        os.sync()
         return Workload(path, manifest)
 
 
