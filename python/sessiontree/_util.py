@@ -28,6 +28,7 @@ __all__ = [
     "ms_to_iso",
     "now_iso",
     "now_ms",
+    "once",
     "uuid7",
 ]
 
@@ -48,7 +49,7 @@ def fspath_arg(name: str, value: object) -> str:
     )
 
 
-def _once(make: Callable[[], _T]) -> Callable[[], _T]:
+def once(make: Callable[[], _T]) -> Callable[[], _T]:
     """``functools.cache`` of a function without arguments, without importing ``functools``
     (nor ``collections`` under it). Two threads may both make the value the first time;
     both get one made by ``make``."""
@@ -66,21 +67,21 @@ def _once(make: Callable[[], _T]) -> Callable[[], _T]:
 # ``datetime`` and the timestamp regex are loaded on first use: stamping an append only
 # needs ``now_iso``, which formats the time itself, and loading both costs a few percent
 # of ``import sessiontree``.
-@_once
+@once
 def _datetime() -> tuple[type[datetime], type[timedelta], type[timezone]]:
     import datetime as dt
 
     return dt.datetime, dt.timedelta, dt.timezone
 
 
-@_once
+@once
 def _epoch() -> tuple[datetime, timedelta]:
     """The Unix epoch (UTC) and one millisecond."""
     datetime, timedelta, timezone = _datetime()
     return datetime(1970, 1, 1, tzinfo=timezone.utc), timedelta(milliseconds=1)
 
 
-@_once
+@once
 def _iso_pattern() -> re.Pattern[str]:
     import re
 

@@ -31,7 +31,7 @@ import os
 from .. import _core
 from .._frozen import field, fields, frozen
 from .._typing import literal_aliases
-from .._util import iso_to_datetime, now_iso, uuid7
+from .._util import iso_to_datetime, now_iso, once, uuid7
 from ..errors import SessionError
 from . import _table
 from .messages import (
@@ -517,18 +517,11 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_JSON: _Json | None = None
-
-
-def _json() -> _Json:
-    global _JSON
-    if _JSON is None:
-        _JSON = _Json()
-    return _JSON
+_json: Final = once(_Json)
 
 
 def _dumps(obj: Any, what: str) -> bytes:
-    codec = _JSON or _json()
+    codec = _json()
     if codec.fast_encode is not None:
         try:
             return "".join(codec.fast_encode(obj, 0)).encode("utf-8")
@@ -554,7 +547,7 @@ def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
             "invalid_argument", f"{what} must be bytes or str, got {type(raw).__name__}"
         )
     try:
-        return (_JSON or _json()).decoder.decode(text)
+        return _json().decoder.decode(text)
     except ValueError as exc:
         raise _corrupt(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
@@ -607,7 +600,7 @@ def entry_to_json(entry: SessionTreeEntry) -> bytes:
     >>> entry_to_json(SessionInfoEntry(id="a1", parent_id=None, timestamp="T", name="é"))
     b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T","name":"\\xc3\\xa9"}'
     """
-    codec = _JSON or _json()
+    codec = _json()
     fast_encode = codec.fast_encode
     if entry.__class__ is MessageEntry and fast_encode is not None and not entry._extra:
         # The common append: the envelope is formatted here, only the message goes through
