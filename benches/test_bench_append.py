@@ -139,7 +139,10 @@ class _BareWriter:
         os.fdatasync(self.fd)
         self.calls += 1
 
-    def close(self) -> None:
+    def __enter__(self) -> _BareWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
         os.close(self.fd)
 
 
@@ -149,11 +152,8 @@ def test_append_fsync(benchmark: BenchmarkFixture, bench: Bench, scratch: Path, 
     benchmark.group = "append-fsync"
     line = _entry_line()
     if impl == "bare-fdatasync":
-        bare = _BareWriter(scratch / "bare.jsonl", line)
-        try:
+        with _BareWriter(scratch / "bare.jsonl", line) as bare:
             benchmark(bare)
-        finally:
-            bare.close()
         assert os.path.getsize(scratch / "bare.jsonl") == bare.calls * len(line)
         benchmark.extra_info.update(scenario="append-fsync", impl=impl, n=0, appends=bare.calls)
         return
@@ -164,17 +164,15 @@ def test_append_fsync(benchmark: BenchmarkFixture, bench: Bench, scratch: Path, 
         # Disk latency drifts over seconds, so the separate benchmarks above compare
         # badly; alternate appends with bare write+fdatasync calls to get the ratio.
         pairs = 300 if bench.real else 3
-        bare = _BareWriter(scratch / "pairs.jsonl", line)
-        ours, bare_times = _interleaved(appender.append, bare, pairs)
+        with _BareWriter(scratch / "pairs.jsonl", line) as bare:
+            ours, bare_times = _interleaved(appender.append, bare, pairs)
         # The same alternation of two bare writers, on two files of their own: what the
         # method reads when both sides do the same work (its floor, ideally 1.00).
-        one, other = (
-            _BareWriter(scratch / "c1.jsonl", line),
-            _BareWriter(scratch / "c2.jsonl", line),
-        )
-        first, second = _interleaved(one, other, pairs)
-        for writer in (bare, one, other):
-            writer.close()
+        with (
+            _BareWriter(scratch / "c1.jsonl", line) as one,
+            _BareWriter(scratch / "c2.jsonl", line) as other,
+        ):
+            first, second = _interleaved(one, other, pairs)
         benchmark.extra_info.update(
             interleaved_mean_ratio=statistics.mean(ours) / statistics.mean(bare_times),
             interleaved_median_ratio=statistics.median(ours) / statistics.median(bare_times),
