@@ -26,10 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("sessiontree")
-# pi's own session files, in shared/ beside the repository (as CI lays it out).
-PI_FIXTURES = Path(
-    os.environ.get("SESSIONTREE_PI_FIXTURES", ROOT.parent / "shared" / "fixtures" / "pi")
-)
+# pi's own session files (the repository's copy of the golden fixtures).
+PI_FIXTURES = ROOT / "tests" / "fixtures" / "pi"
 
 
 def command() -> list[str]:

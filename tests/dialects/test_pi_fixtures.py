@@ -1,4 +1,4 @@
-"""Every pi fixture gives pi's own answers (``../shared/fixtures/pi/expected.json``).
+"""Every pi fixture gives pi's own answers (``tests/fixtures/pi/expected.json``).
 
 One test per answer, parametrised over the fixtures that record it. The files are read
 where they are, read-only; none is edited (a test checks their bytes are unchanged).
@@ -24,9 +24,7 @@ from sessiontree.compaction import (
 from sessiontree.context.build import build_context_entries, build_session_context
 from sessiontree.dialects.pi import convert_to_llm, pi_role
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi"
-if not FIXTURES.is_dir():  # a checkout beside ../shared
-    FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "pi"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pi"
 EXPECTED: dict[str, Any] = json.loads((FIXTURES / "expected.json").read_text())
 FILES: dict[str, dict[str, Any]] = EXPECTED["files"]
 NAMES = sorted(FILES)

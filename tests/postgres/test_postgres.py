@@ -499,15 +499,9 @@ def test_list_filters_and_limits_from_the_table(repo: PostgresSessionRepo) -> No
 def test_pi_sessions_move_byte_for_byte(repo: PostgresSessionRepo) -> None:
     """pi's files (the lead's dialect) go into PostgreSQL and come back unchanged, and
     list as pi sessions."""
-    fixtures = pathlib.Path(
-        os.environ.get(
-            "SESSIONTREE_PI_FIXTURES",
-            pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "pi",
-        )
-    )
+    fixtures = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "pi"
     files = sorted(fixtures.glob("*.jsonl"))
-    if not files:
-        pytest.skip(f"no pi fixtures in {fixtures}")
+    assert files, f"no pi fixtures in {fixtures}"
     for path in files:
         data = path.read_bytes()
         with st.JsonlSessionStorage.open(path, readonly=True) as f:
