@@ -179,19 +179,37 @@ def test_small_files_get_no_progress_bar(demo: Demo) -> None:
     assert status == 0 and "Reading" not in out
 
 
-def test_without_the_cli_extra(tmp_path: Path, demo: Demo) -> None:
+def test_without_the_cli_extra(tmp_path: Path, demo: Demo, big_file: Path) -> None:
+    """A plain ``pip install sessiontree`` (no ``cli`` extra) has a working command: plain
+    text, no Markdown rendering, a one-line progress display instead of rich's bar."""
     # A `rich` that cannot be imported stands for an installation without the extra.
     fake = tmp_path / "fake"
     (fake / "rich").mkdir(parents=True)
     (fake / "rich" / "__init__.py").write_text("raise ImportError('rich is not installed')\n")
-    env = clean_env(PYTHONPATH=str(fake))
-    proc = subprocess.run(
-        [*command(), "tree", str(demo.path)], capture_output=True, text=True, env=env, check=False
-    )
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    assert proc.stderr.count("\n") == 1
-    assert "pip install 'sessiontree[cli]'" in proc.stderr
+    env = clean_env(PYTHONPATH=str(fake), SESSIONTREE_PAGER="cat", TERM="xterm")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command(), *args], capture_output=True, text=True, env=env, check=False
+        )
+
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("sessiontree ")
+    helped = run("--help")
+    assert helped.returncode == 0 and "tree" in helped.stdout
+    tree = run("tree", str(demo.path))
+    assert tree.returncode == 0, tree.stderr
+    assert demo.leaf[:8] in tree.stdout and tree.stderr == ""
+    for args in (("show", str(demo.path)), ("check", str(demo.path)), ("stats", str(demo.path))):
+        proc = run(*args)
+        assert proc.returncode == 0 and proc.stdout and proc.stderr == "", (args, proc.stderr)
+    # On a terminal with colour: the Markdown of a message is printed as plain text.
+    status, out = run_in_pty([*command(), "show", str(demo.path), "--color", "always"], env)
+    assert status == 0 and "Traceback" not in out, out
+    # A big file on a terminal: the plain progress line instead of rich's bar.
+    status, out = run_in_pty([*command(), "check", str(big_file)], env)
+    assert status == 0 and "Traceback" not in out, out
+    assert "Reading big.jsonl" in out and "MB" in out
 
 
 def test_the_library_does_not_import_the_command() -> None:

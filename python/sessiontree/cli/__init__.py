@@ -2,9 +2,10 @@
 sessions without writing code.
 
 Run ``sessiontree --help`` (or ``python -m sessiontree --help``); ``docs/cli.md`` is the
-manual. The command needs the optional extra ``sessiontree[cli]`` (it draws with rich);
-the library itself never imports this package, so ``import sessiontree`` stays free of
-it.
+manual. Every command works on a plain ``pip install sessiontree``, in plain text; the
+optional extra ``sessiontree[cli]`` (rich) adds Markdown rendering and progress bars on a
+terminal. The library itself never imports this package, so ``import sessiontree`` stays
+free of it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-__all__ = ["INSTALL_HINT", "main"]
-
-INSTALL_HINT = (
-    "sessiontree: the command needs its terminal extra; install it with: "
-    "pip install 'sessiontree[cli]'"
-)
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,11 +26,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 1 when ``check`` or ``repair`` found problems, 2 when a session was
         refused or could not be read (or the arguments were wrong).
     """
-    try:
-        import rich  # noqa: F401  (only to tell whether the extra is installed)
-    except ImportError:
-        print(INSTALL_HINT, file=sys.stderr)
-        return 2
     from ._app import run
 
     return run(sys.argv[1:] if argv is None else list(argv))

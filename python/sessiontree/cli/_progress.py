@@ -65,8 +65,37 @@ def want_progress(mode: str, size: int) -> bool:
 
 
 @contextmanager
+def _plain_bar(label: str, total: int) -> Iterator[Callable[[int | None], None]]:
+    """The bar without the ``cli`` extra: one line of text on stderr, rewritten in place."""
+    width = 0
+
+    def show(text: str) -> None:
+        nonlocal width
+        sys.stderr.write("\r" + text.ljust(width))
+        sys.stderr.flush()
+        width = len(text)
+
+    def update(done: int | None) -> None:
+        where = "…" if done is None else f"{min(done, total) / 1e6:,.1f}"
+        show(f"{label}: {where} of {total / 1e6:,.1f} MB")
+
+    update(0)
+    try:
+        yield update
+    finally:
+        show("")
+        sys.stderr.write("\r")
+        sys.stderr.flush()
+
+
+@contextmanager
 def _bar(label: str, total: int, color: bool) -> Iterator[Callable[[int | None], None]]:
-    from rich.console import Console
+    try:
+        from rich.console import Console
+    except ImportError:  # a plain install, without the `cli` extra
+        with _plain_bar(label, total) as update:
+            yield update
+        return
     from rich.progress import (
         BarColumn,
         DownloadColumn,

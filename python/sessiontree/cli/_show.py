@@ -348,8 +348,17 @@ def _tool_result(out: Output, m: ToolResultMessage, *, full: bool, nested: bool)
     del images
 
 
+def _have_rich() -> bool:
+    """Whether the ``cli`` extra is installed (Markdown is rendered with it, plain without)."""
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _text(out: Output, text: str) -> None:
-    if out.terminal and out.color:
+    if out.terminal and out.color and _have_rich():
         from rich.console import Console
         from rich.markdown import Markdown
 
