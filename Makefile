@@ -21,23 +21,32 @@ CONSTRAINTS := constraints/async.txt constraints/adapters.txt
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
+# maturin runs pip without -q: PIP_QUIET keeps its "Collecting ..." lines out of the way.
+export PIP_QUIET := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.7,<2"
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install "maturin>=1.7,<2"
+
+# The same cargo features as `install`, so `make demo` then `make test` compiles once.
+.PHONY: install-demo
+install-demo: $(PY) ## Create .venv with what the demo needs: the package and its `cli` extra
+	$(BIN)/maturin develop --release $(DEV_FEATURES) --extras cli -q
 
 .PHONY: install
-install: $(PY) ## Create .venv, install the dev tools and build the extension (release)
+install: $(PY) ## Create .venv, install the dev and test tools and build the extension (release)
 	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop --release $(DEV_FEATURES) --extras $(EXTRAS) -q
-	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
+	$(BIN)/pip install -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: build-dev
 build-dev: $(PY) ## Rebuild the extension in debug mode (faster to compile)
 	PIP_CONSTRAINT="$(CONSTRAINTS)" $(BIN)/maturin develop $(DEV_FEATURES) --extras $(EXTRAS) -q
-	$(BIN)/pip install -q -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
+	$(BIN)/pip install -c constraints/postgres.txt psycopg psycopg-binary psycopg-pool
 
 .PHONY: demo
-demo: install ## Install, then build a real session on disk and print its tree and context
+demo: install-demo ## Install the package, then build a real session on disk and print its tree and context
 	$(PY) examples/demo.py demo-sessions
 
 .PHONY: test-rust
@@ -91,10 +100,17 @@ wheel: $(PY) ## Build the abi3 manylinux wheel and the sdist into dist/, and che
 wheel-smoke: wheel ## Install the wheel into a fresh venv and run `sessiontree` from it
 	rm -rf .wheel-venv
 	$(PYTHON) -m venv .wheel-venv
-	.wheel-venv/bin/pip install -q dist/*.whl
-	cd /tmp && $(CURDIR)/.wheel-venv/bin/sessiontree --version; test $$? -eq 2
-	.wheel-venv/bin/pip install -q "$$(ls dist/*.whl)[cli]"
+	.wheel-venv/bin/pip install dist/*.whl
+	# A plain install (no `cli` extra): the command works, in plain text.
+	cd /tmp && $(CURDIR)/.wheel-venv/bin/sessiontree --version
+	cd /tmp && $(CURDIR)/.wheel-venv/bin/sessiontree --help > /dev/null
 	rm -rf .wheel-venv/demo && cd /tmp && $(CURDIR)/.wheel-venv/bin/python $(CURDIR)/examples/demo.py $(CURDIR)/.wheel-venv/demo > /dev/null
+	.wheel-venv/bin/sessiontree tree .wheel-venv/demo/demo.jsonl
+	! .wheel-venv/bin/python -c "import rich" 2>/dev/null
+	# The wheel ships the licence and leaves the development-only generators out.
+	$(PYTHON) -m zipfile -l dist/*.whl | grep -q 'dist-info/.*LICENSE'
+	! $(PYTHON) -m zipfile -l dist/*.whl | grep -E 'model/_gen\.py|aio/_stubgen\.py'
+	.wheel-venv/bin/pip install "$$(ls dist/*.whl)[cli]"
 	.wheel-venv/bin/sessiontree --version
 	.wheel-venv/bin/sessiontree ls .wheel-venv/demo
 	.wheel-venv/bin/sessiontree tree .wheel-venv/demo/demo.jsonl

@@ -145,7 +145,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    # The public API only: not the module's own machinery (``annotations``,
+    # ``TYPE_CHECKING``, the lazy table) nor the subpackages it happens to have imported.
+    return sorted(__all__)
 
 
 __all__ = [

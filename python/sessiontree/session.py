@@ -186,7 +186,12 @@ class Session:
         )
 
     def append_label(self, target_id: str, label: str | None) -> str:
-        """Labels ``target_id`` (``None`` clears its label); the target must exist."""
+        """Labels ``target_id`` (``None`` clears its label); the target must exist.
+
+        Raises:
+            SessionError: ``invalid_argument`` for an empty label (use ``None`` to clear);
+                ``not_found`` for an unknown target.
+        """
         _require_str("target_id", target_id)
         _require_str("label", label, optional=True)
         if self._storage.get_entry(target_id) is None:

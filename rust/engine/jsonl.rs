@@ -480,15 +480,20 @@ pub fn lock_writer(file: &File, path: &Path) -> Result<()> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = file
-                .metadata()
-                .ok()
-                .and_then(|m| lock_holder(m.ino()))
-                .map_or_else(String::new, |pid| format!(" (process {pid})"));
+            let holder = file.metadata().ok().and_then(|m| lock_holder(m.ino()));
+            let who = match holder {
+                // The lock is per open file: a second handle of this very process is refused
+                // too, and a newcomer looking for "another process" would look in vain.
+                Some(pid) if pid == std::process::id() => {
+                    "another writer in this process (a second handle on the same file)".to_owned()
+                }
+                Some(pid) => format!("another writer (process {pid})"),
+                None => "another writer".to_owned(),
+            };
             Err(EngineError::new(
                 ErrorCode::Locked,
                 format!(
-                    "{} is open for writing by another writer{holder}; open it read-only or close the other writer",
+                    "{} is open for writing by {who}; open it read-only or close the other writer",
                     path.display()
                 ),
             ))

@@ -592,9 +592,14 @@ pub static CUSTOM_MESSAGE_ENTRY: TypeDef = TypeDef {
 pub static LABEL: TypeDef = TypeDef {
     class: "LabelEntry",
     tag: Some(("type", "label")),
-    doc: "Sets (or with null clears) the label of another entry.",
+    doc: "Sets (or with null clears) the label of another entry; a label is never empty.",
     params: None,
-    fields: &[req("target_id", K::Str), req("label", K::Str).or_null()],
+    // An empty label would read as "no label" in some tools and as a label in others:
+    // constructors refuse it (`None` clears). Files holding one still load.
+    fields: &[
+        req("target_id", K::Str),
+        req("label", K::Str).or_null().rule(Rule::NotEmpty),
+    ],
 };
 
 /// `{"type":"session_info"}`

@@ -538,6 +538,7 @@ def test_fork_before_rules(repo: SessionRepo) -> None:
     with pytest.raises(SessionError) as exc:
         repo.fork(sid, entry_id=ids["a1"])
     assert exc.value.code == "invalid_fork_target"
+    assert "is an assistant message" in exc.value.message  # not "a assistant"
     with pytest.raises(SessionError) as exc:
         repo.fork(sid, entry_id=ids["a1"], position="before")
     assert exc.value.code == "invalid_fork_target"

@@ -346,7 +346,8 @@ class LabelEntry(SessionTreeEntry):
 
     Attributes:
         target_id: the labelled entry.
-        label: the label text, or ``None`` to clear it.
+        label: the label text, or ``None`` to clear it. Never empty: ``""`` is refused
+            with ``invalid_argument`` (a file that holds one still loads).
     """
 
     # Fields: generated from the model table (python -m sessiontree.model._gen).

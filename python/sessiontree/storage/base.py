@@ -136,7 +136,8 @@ def fork_target_error(entry_id: str, role: str) -> SessionError:
     """The ``invalid_fork_target`` error of a fork "before" a non-user message."""
     return SessionError(
         "invalid_fork_target",
-        f"entry {entry_id!r} is a {role} message; fork before a user message",
+        f"entry {entry_id!r} is {'an' if role[:1] in 'aeiou' else 'a'} {role} message; "
+        "fork before a user message",
     )
 
 
