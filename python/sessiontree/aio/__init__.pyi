@@ -123,7 +123,12 @@ class AsyncSession:
         and image blocks).
         """
     async def append_label(self, target_id: str, label: str | None) -> str:
-        """Labels ``target_id`` (``None`` clears its label); the target must exist."""
+        """Labels ``target_id`` (``None`` clears its label); the target must exist.
+
+        Raises:
+            SessionError: ``invalid_argument`` for an empty label (use ``None`` to clear);
+                ``not_found`` for an unknown target.
+        """
     async def append_session_info(self, name: str | None) -> str:
         """Names the session (``None`` clears the name)."""
     async def move_to(

@@ -10,6 +10,12 @@ Cancellation: a call that has not started when its awaiting task is cancelled is
 cancellation is delivered once it returned. So when a cancelled ``await`` ends, its call
 has either not happened at all or happened completely (an engine append writes its whole
 line or nothing), and the session is free for the next call.
+
+A *shielded* wait (``wait(..., shield=True)``, what closes use) never drops its call: it
+waits for it whatever cancels the task meanwhile, also in a scope that was cancelled
+before the call was made (anyio's ``move_on_after`` around an ``async with``: every
+checkpoint of the scope is cancelled until it is left, ``__aexit__``'s close included),
+then delivers the cancellation.
 """
 
 from __future__ import annotations
@@ -180,7 +186,9 @@ def _current_trio() -> Any:
     return trio
 
 
-async def wait(future: Future[T], cleanup: Callable[[T], object] | None = None) -> T:
+async def wait(
+    future: Future[T], cleanup: Callable[[T], object] | None = None, *, shield: bool = False
+) -> T:
     """The result of ``future`` (from :class:`Lane` or :func:`run_in_thread`), awaited
     without blocking the running asyncio or trio loop.
 
@@ -189,6 +197,9 @@ async def wait(future: Future[T], cleanup: Callable[[T], object] | None = None) 
         cleanup: for a call that hands out a resource (an open session): run, in a
             worker thread, on a result that arrives after the awaiting task was
             cancelled, so nothing stays open (or locked) that nobody holds.
+        shield: never drop the call, even when it has not started yet: wait for it
+            whatever cancels the task, then deliver the cancellation (for closes, which
+            must happen however the block that owns the resource is left).
     """
     try:
         loop = asyncio.get_running_loop()
@@ -198,8 +209,8 @@ async def wait(future: Future[T], cleanup: Callable[[T], object] | None = None) 
             raise RuntimeError(
                 "sessiontree.aio needs a running asyncio or trio event loop (anyio runs on either)"
             ) from None
-        return await _wait_trio(trio, future, cleanup)
-    return await _wait_asyncio(loop, future, cleanup)
+        return await _wait_trio(trio, future, cleanup, shield)
+    return await _wait_asyncio(loop, future, cleanup, shield)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -220,12 +231,15 @@ def _waiter(loop: asyncio.AbstractEventLoop, future: Future[Any]) -> asyncio.Fut
 
 
 async def _wait_asyncio(
-    loop: asyncio.AbstractEventLoop, future: Future[T], cleanup: Callable[[T], object] | None
+    loop: asyncio.AbstractEventLoop,
+    future: Future[T],
+    cleanup: Callable[[T], object] | None,
+    shield: bool,
 ) -> T:
     try:
         await _waiter(loop, future)
     except BaseException:
-        if future.cancel():
+        if not shield and future.cancel():
             raise  # not started: it never will
         # Running: wait until it returned, whatever cancellations arrive meanwhile (anyio
         # delivers a cancel scope's cancellation again on every loop iteration).
@@ -245,7 +259,9 @@ async def _wait_asyncio(
     return future.result()
 
 
-async def _wait_trio(trio: Any, future: Future[T], cleanup: Callable[[T], object] | None) -> T:
+async def _wait_trio(
+    trio: Any, future: Future[T], cleanup: Callable[[T], object] | None, shield: bool
+) -> T:
     token = trio.lowlevel.current_trio_token()
 
     def event_of(f: Future[Any]) -> Any:
@@ -259,6 +275,11 @@ async def _wait_trio(trio: Any, future: Future[T], cleanup: Callable[[T], object
         return event
 
     event = event_of(future)
+    if shield:
+        with trio.CancelScope(shield=True):
+            await event.wait()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return future.result()
     try:
         await event.wait()
     except BaseException:

@@ -56,9 +56,15 @@ class Policy:
         attempt: instead of ``decide``: ``(session, *call arguments) ->`` the call's
             result when it could be had cheaply on the loop, else :data:`DEFER` (nothing
             done).
+        shield: the call is never dropped by a cancellation, even one that came before
+            it started (closes: they must happen however the block is left); its
+            ``await`` waits for it, then delivers the cancellation.
+        worker: instead of the storage's own method, the worker thread runs
+            ``worker(session, *call arguments)`` (same result, built so that it lets the
+            event loop's thread have the GIL often: see ``_chunked``).
     """
 
-    __slots__ = ("attempt", "decide", "doc", "kind")
+    __slots__ = ("attempt", "decide", "doc", "kind", "shield", "worker")
 
     def __init__(
         self,
@@ -66,11 +72,16 @@ class Policy:
         doc: str,
         decide: Callable[..., bool] | None = None,
         attempt: Callable[..., Any] | None = None,
+        *,
+        shield: bool = False,
+        worker: Callable[..., Any] | None = None,
     ) -> None:
         self.kind = kind
         self.doc = doc
         self.decide = decide
         self.attempt = attempt
+        self.shield = shield
+        self.worker = worker
 
     def __repr__(self) -> str:
         return f"<Policy {self.kind}>"
@@ -123,7 +134,9 @@ CONTEXT: Final = Policy(
 CLOSE: Final = Policy(
     "close",
     "in memory: inline (15 us); a file: in a thread (a sync, and the persisted index of "
-    "a large file: 3 ms at 10k entries, 35-70 ms at 100k)",
+    "a large file: 3 ms at 10k entries, 35-70 ms at 100k); never dropped by a "
+    "cancellation (shielded), so a cancelled ``async with`` still closes",
+    shield=True,
 )
 
 SESSION_CALLS: Final[Mapping[str, Policy]] = {

@@ -75,7 +75,7 @@ async def {name}({params}):
     lane = self._lane
     if not lane._pending and kind in self._kinds{check}:
         {inline}
-    return await wait(lane.submit(session.{name}{comma}{call}))
+    return await wait(lane.submit({target}{comma}{call}){shield})
 """
 _LOCAL = """
 async def {name}({params}):
@@ -100,6 +100,7 @@ def session_twin(owner: type, name: str, policy: Policy, sync: Callable[..., Any
         else:
             check = "" if policy.decide is None else f" and decide(session, {call})"
             inline = f"return session.{name}({call})"
+        target = f"session.{name}" if policy.worker is None else "worker, session"
         source = _TWIN.format(
             name=name,
             params=params,
@@ -107,11 +108,14 @@ def session_twin(owner: type, name: str, policy: Policy, sync: Callable[..., Any
             comma=", " if call else "",
             check=check,
             inline=inline,
+            target=target,
+            shield=", shield=True" if policy.shield else "",
         )
     namespace: dict[str, Any] = {
         "kind": policy.kind,
         "decide": policy.decide,
         "attempt": policy.attempt,
+        "worker": policy.worker,
         "DEFER": DEFER,
         "wait": wait,
         **defaults,
