@@ -1,4 +1,10 @@
-"""``sessiontree ls``: the sessions of a repository, newest first."""
+"""``sessiontree ls``: the sessions of a repository, newest first.
+
+A directory laid out as pi keeps its sessions (``~/.pi/agent/sessions``, one of its
+``--<cwd>--`` folders, or files under pi's names) is listed as ``PiSessionRepo`` lists it:
+every session by its header's id, the root's folders included. Everything printed from
+session data (ids, cwd, names, first messages, errors) has its terminal controls escaped.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,10 @@ import argparse
 import os
 from datetime import datetime, timezone
 
-from .. import JsonlSessionRepo, SessionError, SessionMetadata
-from ._output import Output, cell_width, fit, one_line, open_output
+from .. import PiSessionRepo, SessionError, SessionMetadata
+from ._output import Output, cell_width, fit, one_line, open_output, safe_text
 from ._postgres import display, is_postgres, open_repo
-from ._target import Options, UsageError, repo_dir, require_dir
+from ._target import Options, UsageError, repo_dir, repo_for, require_dir
 
 SCHEMA = "ls"
 
@@ -22,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-r",
         "--recursive",
         action="store_true",
-        help="also list the repositories in DIR's subdirectories (pi keeps one per cwd)",
+        help="also list the repositories in DIR's subdirectories (pi's sessions folder "
+        "lists its --<cwd>-- folders without it)",
     )
 
 
@@ -64,21 +71,37 @@ def _when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def _repos(root: str, recursive: bool) -> list[str]:
-    dirs = [root]
+def _text(value: str) -> str:
+    """A cell from session data: one line, every terminal control shown escaped."""
+    return one_line(safe_text(value))
+
+
+def _listed(directory: str, recursive: bool, cwd: str | None) -> list[SessionMetadata]:
+    """The sessions of ``directory`` (see ``repo_for``: pi's sessions root lists its
+    ``--<cwd>--`` folders too) and, if ``recursive``, of every directory under it."""
+    repo = repo_for(directory)
+    rows = repo.list(cwd=cwd)
     if recursive:
-        for dirpath, dirnames, _ in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            dirs.extend(os.path.join(dirpath, d) for d in dirnames)
-    return dirs
+        try:
+            with os.scandir(directory) as it:
+                subdirs = sorted(
+                    de.path
+                    for de in it
+                    if not de.name.startswith(".") and de.is_dir(follow_symlinks=False)
+                )
+        except OSError:
+            subdirs = []
+        for sub in subdirs:
+            if isinstance(repo, PiSessionRepo) and os.path.basename(sub).startswith("--"):
+                continue  # listed with the root (PiSessionRepo reads its "--…" folders)
+            rows.extend(_listed(sub, recursive, cwd))
+    return rows
 
 
 def collect(
     root: str, *, cwd: str | None, limit: int | None, recursive: bool
 ) -> list[SessionMetadata]:
-    rows: list[SessionMetadata] = []
-    for directory in _repos(root, recursive):
-        rows.extend(JsonlSessionRepo(directory).list(cwd=cwd))
+    rows = _listed(root, recursive, cwd)
     if recursive:
         rows.sort(
             key=lambda m: (m.modified or datetime.min.replace(tzinfo=timezone.utc), m.id),
@@ -116,10 +139,10 @@ def table(out: Output, rows: list[SessionMetadata]) -> None:
         return
     cols = [
         ("modified", [_when(m.modified) for m in rows], "left"),
-        ("id", [m.id for m in rows], "left"),
+        ("id", [_text(m.id) for m in rows], "left"),
         ("msgs", [f"{m.message_count:,}" for m in rows], "right"),
         ("size", [human_size(m.size_bytes) for m in rows], "right"),
-        ("cwd", [m.cwd or "—" for m in rows], "left"),
+        ("cwd", [_text(m.cwd) or "—" for m in rows], "left"),
     ]
     widths = [max(len(title), *(cell_width(v) for v in values)) for title, values, _ in cols]
     # The id and cwd columns give way first on a narrow terminal; the title takes the rest.
@@ -141,11 +164,11 @@ def table(out: Output, rows: list[SessionMetadata]) -> None:
             pad = " " * (w - cell_width(v))
             cells.append(pad + v if align == "right" else v + pad)
         if m.error:
-            title = out.paint(fit(f"error: {one_line(m.error)}", title_room), "red")
+            title = out.paint(fit(f"error: {_text(m.error)}", title_room), "red")
         elif m.name:
-            title = out.paint(fit(one_line(m.name), title_room), "bold")
+            title = out.paint(fit(_text(m.name), title_room), "bold")
         elif m.first_message:
-            title = fit(one_line(m.first_message), title_room)
+            title = fit(_text(m.first_message), title_room)
         else:
             title = out.paint("(no messages)", "dim")
         line = "  ".join(cells)

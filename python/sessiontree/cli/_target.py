@@ -10,16 +10,23 @@ dialect the storage reads, the command reads.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from .. import JsonlSessionStorage, SessionError
+from .. import JsonlSessionRepo, JsonlSessionStorage, PiSessionRepo, SessionError
+from ._output import safe_text
 from ._postgres import is_postgres
 from ._progress import want_progress, with_progress
 
 SUFFIX: Final = ".jsonl"
 ENV_REPO: Final = "SESSIONTREE_REPO"
+
+# pi's name for a session file, ``<UTC time with - for : and .>_<session id>.jsonl``
+# (``sessiontree.repo.pi.pi_file_name``), and for a folder of its sessions root
+# (``--<cwd with - for />--``).
+_PI_FILE_RE: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_.+\.jsonl")
 
 
 class UsageError(Exception):
@@ -34,6 +41,18 @@ class Options:
     color: str
     pager: bool
     progress: str
+
+
+def shown(text: str) -> str:
+    """A path, id or name as one line of terminal output: every control (tab and newline
+    included) shown escaped as ``\\x..``, so a file or session name cannot drive the
+    terminal."""
+    return safe_text(text).replace("\t", "\\x09").replace("\n", "\\x0a")
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 entry``, ``2 entries``, ``1,204 problems``: a count and its noun, agreeing."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
 def repo_dir(opts: Options, explicit: str | None = None) -> str | None:
@@ -55,6 +74,46 @@ def require_dir(path: str) -> str:
     if not os.path.isdir(path):
         raise SessionError("invalid_argument", f"{path} is not a directory")
     return path
+
+
+def is_pi_file_name(name: str) -> bool:
+    """True for pi's name of a session file (``2026-…Z_<uuid>.jsonl``)."""
+    return _PI_FILE_RE.fullmatch(name) is not None
+
+
+def is_pi_folder_name(name: str) -> bool:
+    """True for the name of a folder of pi's sessions root (``--home-u-project--``)."""
+    return len(name) >= 4 and name.startswith("--") and name.endswith("--")
+
+
+def is_pi_dir(path: str) -> bool:
+    """True when ``path`` is laid out as pi keeps its sessions: pi's sessions root (it has
+    ``--<cwd>--`` folders), one such folder, or a directory of files named as pi names
+    them. Its sessions are then known by their headers' ids, not their file names."""
+    if is_pi_folder_name(os.path.basename(os.path.normpath(path))):
+        return True
+    try:
+        with os.scandir(path) as it:
+            for de in it:
+                if de.name.startswith("."):
+                    continue
+                if is_pi_file_name(de.name):
+                    return True
+                if is_pi_folder_name(de.name) and de.is_dir(follow_symlinks=False):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def repo_for(path: str) -> JsonlSessionRepo:
+    """The repository that lists directory ``path``: pi's layout (:func:`is_pi_dir`) is
+    read as :class:`~sessiontree.PiSessionRepo` reads it (sessions by their headers' ids,
+    the ``--<cwd>--`` folders of its root included), any other directory as a
+    :class:`~sessiontree.JsonlSessionRepo` (``<id>.jsonl``)."""
+    if is_pi_dir(path):
+        return PiSessionRepo(path)
+    return JsonlSessionRepo(path)
 
 
 def _session_files(root: str) -> list[str]:
@@ -126,6 +185,11 @@ def resolve(opts: Options, session: str | None) -> str:
     if os.path.sep not in session and os.path.lexists(exact):
         return exact
     found = [p for p in _session_files(root) if _matches(os.path.basename(p)[:-6], session)]
+    if not found and is_pi_dir(root):
+        # pi's old (v1) files may name another id than their header's, which `ls` shows.
+        found = sorted(
+            {m.path for m in repo_for(root).list() if m.path and m.id.startswith(session)}
+        )
     if len(found) == 1:
         return found[0]
     if not found:
@@ -137,9 +201,7 @@ def resolve(opts: Options, session: str | None) -> str:
 
 
 def _newest(root: str) -> str:
-    from .. import JsonlSessionRepo
-
-    rows = [m for m in JsonlSessionRepo(root).list() if m.path]
+    rows = [m for m in repo_for(root).list() if m.path]
     if not rows:
         raise SessionError("not_found", f"no sessions in {root}")
     path = rows[0].path

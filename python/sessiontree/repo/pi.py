@@ -115,7 +115,13 @@ class PiSessionRepo(JsonlSessionRepo):
     def _cached_row(
         self, file_name: str, raw: object, path: str
     ) -> tuple[tuple[int, int, int], SessionMetadata] | None:
-        return _row_from_json(file_name, raw, path, named_by_id=False)
+        row = _row_from_json(file_name, raw, path, named_by_id=False)
+        # This repository caches no row with an error (its ids are the headers'). One with
+        # an error was cached by a JsonlSessionRepo listing the same folder, which takes
+        # pi's file names for ids ("the header names session …"): read the file again.
+        if row is None or row[1].error is not None:
+            return None
+        return row
 
     def _read_metadata(self, file_name: str, path: str, size: int) -> tuple[SessionMetadata, bool]:
         fallback = os.path.basename(file_name)[: -len(_SUFFIX)].rpartition("_")[2]
