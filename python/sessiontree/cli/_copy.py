@@ -5,7 +5,9 @@ The file is written under a hidden temporary name in the destination's directory
 synced, and only then given its name (``link``, which refuses an existing file, or
 ``rename`` over the original for ``repair --in-place``), so it appears whole or not at all.
 Entries go through ``JsonlSessionStorage.append_entry``, which checks each one, in the
-order the reader returned them: what the reader kept of the source, and nothing else.
+order the reader returned them: what the reader kept of the source, and nothing else. The
+copy is written in the source's dialect (a pi file stays a pi file pi can resume); only
+``convert`` changes a session's dialect.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Literal
 
 from .. import (
     JsonlSessionStorage,
@@ -26,6 +28,14 @@ from .. import (
 )
 
 _TMP_PREFIX: Final = ".sessiontree-write-"
+
+Dialect = Literal["sessiontree", "pi"]
+
+
+def dialect_of(storage: object) -> Dialect:
+    """The dialect ``storage`` reads (``"pi"`` for pi's files, of any version): the one a
+    copy of it is written in, so pi can still resume what a command wrote for it."""
+    return "pi" if getattr(storage, "dialect", None) == "pi" else "sessiontree"
 
 
 def header_copy(header: SessionHeader, *, session_id: str | None = None) -> SessionHeader:
@@ -95,6 +105,7 @@ def write_session(
     leaf_id: str | None = None,
     replace: bool = False,
     after: Callable[[JsonlSessionStorage], None] | None = None,
+    dialect: Dialect = "sessiontree",
 ) -> int:
     """Writes a new session file ``dest`` atomically; returns the number of entries.
 
@@ -107,6 +118,8 @@ def write_session(
         replace: rename over ``dest`` (``repair --in-place``, after the caller kept the
             original).
         after: called with the new storage once the entries are in, to append more.
+        dialect: the dialect to write (the source's: see :func:`dialect_of`); ``"pi"``
+            writes a pi v3 file.
     """
     directory = os.path.dirname(os.path.abspath(dest))
     if not replace and os.path.lexists(dest):
@@ -114,7 +127,9 @@ def write_session(
     tmp = os.path.join(directory, f"{_TMP_PREFIX}{os.getpid()}-{os.path.basename(dest)}")
     if os.path.lexists(tmp):
         os.unlink(tmp)
-    storage = JsonlSessionStorage.create(tmp, header, durability="none", index=False)
+    storage = JsonlSessionStorage.create(
+        tmp, header, durability="none", index=False, dialect=dialect
+    )
     try:
         try:
             n = copy_entries(entries, storage)

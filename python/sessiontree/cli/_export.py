@@ -9,19 +9,13 @@ import os
 import sys
 from typing import Any
 
-from .. import (
-    JsonlSessionStorage,
-    LabelEntry,
-    SessionError,
-    SessionHeader,
-    SessionInfoEntry,
-    get_entries_to_fork,
-)
+from .. import JsonlSessionStorage, SessionError, SessionHeader
 from .._util import now_iso
-from ._copy import write_session
+from ..repo.fork import fork_file
+from ._copy import dialect_of, write_session
 from ._markdown import render
 from ._output import open_output
-from ._target import Options, open_readonly, resolve
+from ._target import Options, open_readonly, plural, resolve, shown
 
 SCHEMA = "export"
 
@@ -85,7 +79,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             out.json(doc)
     elif args.output:
         sys.stderr.write(
-            f"wrote {doc['output']} ({doc['bytes']:,} bytes, {doc['entries']:,} entries)\n"
+            f"wrote {shown(doc['output'])} ({plural(doc['bytes'], 'byte')}, "
+            f"{plural(doc['entries'], 'entry', 'entries')})\n"
         )
     return 0
 
@@ -149,52 +144,48 @@ def _markdown(storage: JsonlSessionStorage, leaf: str | None, output: str | None
 
 
 def _jsonl(storage: JsonlSessionStorage, leaf: str | None, output: str) -> dict[str, Any]:
-    """The branch ending at ``leaf`` as ``fork --at`` copies it (cut at the nearest
-    compaction), followed by ``label``/``session_info`` entries where the copy would
-    otherwise not show the source's labels and name; its leaf is the branch's last entry."""
-    entries = [] if leaf is None else get_entries_to_fork(storage, leaf, position="at")
+    """The branch ending at ``leaf`` as a new session file: exactly what ``fork --at leaf``
+    writes (``sessiontree.repo.fork.fork_file``): the branch cut at the nearest compaction,
+    then the ``label``/``session_info``/``leaf`` entries that give the copy the source's
+    labels, name and leaf, in the source's dialect (a pi file gives a pi file, whose
+    ``parentSession`` is the source's path, as pi writes it). ``entries`` counts every
+    entry of the new file, as ``check`` and ``fork`` count them."""
+    final = os.path.abspath(output)
+    if os.path.lexists(final):
+        raise SessionError("exists", f"{final} already exists")
     header = storage.get_metadata()
-    new_header = SessionHeader.generate(
-        cwd=header.cwd, parent_session=header.id, metadata=header.metadata
-    )
-    copied = {e.id for e in entries}
-    shown: dict[str, str | None] = {}
-    name: str | None = None
-    for e in entries:
-        if isinstance(e, LabelEntry):
-            shown[e.target_id] = e.label
-        elif isinstance(e, SessionInfoEntry):
-            name = e.name
-    labels = {t: v for t, v in storage.get_labels().items() if t in copied and shown.get(t) != v}
-    source_name = storage.get_session_name()
-    last = entries[-1].id if entries else None
-
-    def reconcile(dest: JsonlSessionStorage) -> None:
-        for target, label in labels.items():
-            dest.append_entry(
-                LabelEntry(
-                    id=dest.create_entry_id(),
-                    parent_id=dest.get_leaf_id(),
-                    timestamp=now_iso(),
-                    target_id=target,
-                    label=label,
-                )
+    dialect = dialect_of(storage)
+    new_id = SessionHeader.generate(cwd=header.cwd).id
+    parent = storage.path if dialect == "pi" else header.id
+    if leaf is None:
+        # No branch (an empty session, or its leaf moved to before the first entry).
+        new_header = SessionHeader(
+            id=new_id,
+            timestamp=now_iso(),
+            cwd=header.cwd,
+            parent_session=parent,
+            metadata=header.metadata,
+        )
+        write_session(final, new_header, [], dialect=dialect)
+        n, last = 0, None
+    else:
+        with contextlib.closing(
+            fork_file(
+                storage,
+                final,
+                new_id,
+                leaf,
+                "at",
+                durability="fsync",
+                limits=None,
+                parent_session=parent,
             )
-        if source_name != name:
-            dest.append_entry(
-                SessionInfoEntry(
-                    id=dest.create_entry_id(),
-                    parent_id=dest.get_leaf_id(),
-                    timestamp=now_iso(),
-                    name=source_name,
-                )
-            )
-
-    n = write_session(output, new_header, entries, leaf_id=last, after=reconcile)
+        ) as dest:
+            n, last = len(dest), dest.get_leaf_id()
     return {
-        "output": os.path.abspath(output),
+        "output": final,
         "entries": n,
-        "bytes": os.stat(output).st_size,
-        "session_id": new_header.id,
+        "bytes": os.stat(final).st_size,
+        "session_id": new_id,
         "leaf_id": last,
     }

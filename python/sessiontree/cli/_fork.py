@@ -1,16 +1,31 @@
 """``sessiontree fork``: copy a session, or its branch at an entry, into a new session of
-the same repository (``JsonlSessionRepo.fork``)."""
+the same repository (``JsonlSessionRepo.fork``), in the source's dialect: a pi session is
+forked as ``PiSessionRepo.fork`` does it, into a pi file named as pi names them, beside the
+source, whose ``parentSession`` is the source's path."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from datetime import datetime, timezone
+from typing import Any
 
-from .. import ForkPosition, JsonlSessionRepo, SessionError, is_valid_session_id
+from .. import (
+    ForkPosition,
+    JsonlSessionRepo,
+    JsonlSessionStorage,
+    SessionError,
+    is_valid_session_id,
+)
+from .._util import uuid7
+from ..repo.base import _check_fork_args
+from ..repo.fork import fork_file
+from ..repo.pi import pi_file_name
+from ._copy import dialect_of
 from ._output import open_output
 from ._postgres import fork as pg_fork
 from ._postgres import is_postgres
-from ._target import SUFFIX, Options, repo_dir, resolve
+from ._target import SUFFIX, Options, open_readonly, plural, repo_dir, resolve, shown
 
 SCHEMA = "fork"
 
@@ -29,18 +44,69 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if is_postgres(root) and not os.path.lexists(os.path.expanduser(args.session)):
         assert root is not None
         entry_id = args.at or args.before
-        doc = pg_fork(root, args.session, entry_id, "at" if args.at else "before")
+        pg_doc = pg_fork(root, args.session, entry_id, "at" if args.at else "before")
         with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
             if args.json:
-                out.json(doc)
+                out.json(pg_doc)
             else:
-                new = doc["session"]
+                pg_new = pg_doc["session"]
                 out.line(
-                    f"forked {args.session} into {out.paint(new['id'], 'bold')} "  # type: ignore[index]
-                    f"({new['entry_count']:,} entries) in the PostgreSQL repository"  # type: ignore[index]
+                    f"forked {shown(args.session)} into {out.paint(pg_new['id'], 'bold')} "  # type: ignore[index]
+                    f"({plural(pg_new['entry_count'], 'entry', 'entries')}) "  # type: ignore[index]
+                    "in the PostgreSQL repository"
                 )
         return 0
     path = resolve(opts, args.session)
+    entry_id = args.at or args.before
+    position: ForkPosition = "at" if args.at else "before"
+    doc: dict[str, Any] | None = None
+    source = open_readonly(opts, path)
+    with source:
+        if dialect_of(source) == "pi":
+            doc = _fork_pi(source, path, entry_id, position)
+    if doc is None:
+        doc = _fork_in_repo(path, entry_id, position)
+    with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
+        if args.json:
+            out.json(doc)
+        else:
+            new = doc["session"]
+            out.line(
+                f"forked {shown(doc['source']['id'])} into {out.paint(new['id'], 'bold')} "
+                f"({plural(new['entry_count'], 'entry', 'entries')})"
+            )
+            out.line(f"  {shown(new['path'])}")
+    return 0
+
+
+def _fork_pi(
+    source: JsonlSessionStorage, path: str, entry_id: str | None, position: ForkPosition
+) -> dict[str, Any]:
+    """A fork of pi session ``source`` beside it, as pi writes one (``PiSessionRepo.fork``)."""
+    _check_fork_args(entry_id, position)
+    new_id = str(uuid7())
+    dest = os.path.join(os.path.dirname(path), pi_file_name(new_id, datetime.now(timezone.utc)))
+    with fork_file(
+        source,
+        dest,
+        new_id,
+        entry_id,
+        position,
+        durability="group",
+        limits=None,
+        parent_session=path,
+    ) as forked:
+        count, leaf = len(forked), forked.get_leaf_id()
+    return {
+        "source": {"id": source.get_metadata().id, "path": path},
+        "entry_id": entry_id,
+        "position": position if entry_id else None,
+        "session": {"id": new_id, "path": dest, "entry_count": count, "leaf_id": leaf},
+    }
+
+
+def _fork_in_repo(path: str, entry_id: str | None, position: ForkPosition) -> dict[str, Any]:
+    """A fork of the sessiontree session at ``path`` in its repository."""
     directory, name = os.path.split(path)
     sid = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else ""
     if not is_valid_session_id(sid):
@@ -50,23 +116,14 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             "(`sessiontree import` copies it into one)",
         )
     repo = JsonlSessionRepo(directory)
-    entry_id = args.at or args.before
-    position: ForkPosition = "at" if args.at else "before"
     with repo.fork(sid, entry_id=entry_id, position=position) as forked:
         new_id = forked.id
         count = len(forked)
         leaf = forked.get_leaf_id()
     new_path = repo.path_for(new_id)
-    doc = {
+    return {
         "source": {"id": sid, "path": path},
         "entry_id": entry_id,
         "position": position if entry_id else None,
         "session": {"id": new_id, "path": new_path, "entry_count": count, "leaf_id": leaf},
     }
-    with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
-        if args.json:
-            out.json(doc)
-        else:
-            out.line(f"forked {sid} into {out.paint(new_id, 'bold')} ({count:,} entries)")
-            out.line(f"  {new_path}")
-    return 0

@@ -16,10 +16,10 @@ from typing import Any
 
 from .. import SessionError
 from ._check import check_file
-from ._copy import header_copy, write_session
+from ._copy import dialect_of, header_copy, write_session
 from ._output import open_output, safe_text
 from ._postgres import is_copy
-from ._target import Options, open_readonly, open_writer, resolve
+from ._target import Options, open_readonly, open_writer, plural, resolve, shown
 
 SCHEMA = "repair"
 
@@ -117,6 +117,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
                 storage.get_entries(),
                 leaf_id=storage.get_leaf_id(),
                 replace=True,
+                dialect=dialect_of(storage),
             )
         doc["output"] = path
     else:
@@ -128,6 +129,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
                 header_copy(storage.get_metadata()),
                 storage.get_entries(),
                 leaf_id=storage.get_leaf_id(),
+                dialect=dialect_of(storage),
             )
         doc["output"] = out
     doc["after"] = check_file(opts, doc["output"], strict=False, color=color)
@@ -145,7 +147,7 @@ def _report(args: argparse.Namespace, opts: Options, doc: dict[str, Any], status
         if before["status"] == "refused":
             err = before["error"]
             out.line(
-                f"{doc['path']}: "
+                f"{shown(doc['path'])}: "
                 + out.paint(f"refused: {err['code']}: {safe_text(err['message'])}", "bold red")
             )
             out.line("  nothing was changed")
@@ -154,7 +156,7 @@ def _report(args: argparse.Namespace, opts: Options, doc: dict[str, Any], status
         for i in before["issues"]:
             kinds[i["kind"]] = kinds.get(i["kind"], 0) + 1
         found = ", ".join(f"{k} {v:,}" for k, v in sorted(kinds.items())) or "no problems"
-        out.line(f"{doc['path']}: {found}")
+        out.line(f"{shown(doc['path'])}: {found}")
         if not doc["actions"]:
             out.line("  nothing to do")
         verb = "would " if doc["dry_run"] else ""
@@ -162,26 +164,28 @@ def _report(args: argparse.Namespace, opts: Options, doc: dict[str, Any], status
             if action == "cut_torn_tail":
                 where = doc["torn_path"] or f"{doc['path']}.torn-<time>"
                 out.line(
-                    f"  {verb}cut the torn last line ({before['torn_tail_bytes']:,} bytes) "
-                    f"into {where}"
+                    f"  {verb}cut the torn last line ({plural(before['torn_tail_bytes'], 'byte')}) "
+                    f"into {shown(where)}"
                 )
             elif action == "write_clean_copy":
                 target = doc["output"] or (
                     doc["path"] if args.in_place else (args.output or _default_output(doc["path"]))
                 )
-                out.line(f"  {verb}write a clean copy to {target}")
+                out.line(f"  {verb}write a clean copy to {shown(target)}")
         if doc["backup"]:
-            out.line(f"  the original is kept as {doc['backup']}")
+            out.line(f"  the original is kept as {shown(doc['backup'])}")
         if doc.get("hint"):
             out.line(out.paint(f"  {doc['hint']}", "yellow"))
         after = doc["after"]
         if after is not None:
             state = (
-                "clean" if after["status"] == "ok" else f"{len(after['issues']):,} problems left"
+                "clean"
+                if after["status"] == "ok"
+                else f"{plural(len(after['issues']), 'problem')} left"
             )
             out.line(
-                f"  now: {after['path']} is "
+                f"  now: {shown(after['path'])} is "
                 + out.paint(state, "bold green" if after["status"] == "ok" else "bold yellow")
-                + f" ({after['entry_count']:,} entries)"
+                + f" ({plural(after['entry_count'], 'entry', 'entries')})"
             )
     return status
