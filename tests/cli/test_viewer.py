@@ -10,6 +10,7 @@ Skipped, with the reason, only where no Chromium or chromedriver is installed
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import struct
@@ -178,7 +179,8 @@ def test_search(browser: Any, cli: Runner, demo: Demo, tmp_path: Path) -> None:
     box.clear()
     box.send_keys("no such text anywhere")
     wait(js, "return document.getElementById('results').dataset.done === '1'")
-    assert "no match" in js("return document.getElementById('results').textContent")
+    assert "no hits" in js("return document.getElementById('results').textContent")
+    assert js("return document.getElementById('hits').textContent") == "no hits"
 
 
 def _png() -> str:
@@ -330,3 +332,265 @@ def test_large_session_renders_lazily(browser: Any, cli: Runner, tmp_path: Path)
     assert "a short side branch" not in conv_text(js)
     js("document.getElementById('conv').scrollTop = 1e9")
     wait(js, "return document.getElementById('conv').textContent.includes('message number 80 ')")
+
+
+FIXTURES = ROOT / "tests" / "fixtures" / "pi"
+
+
+def search(browser: Any, js: Js, query: str) -> str:
+    box = browser.find_element("id", "q")
+    box.clear()
+    box.send_keys(query)
+    wait(js, "return document.getElementById('results').dataset.done === '1'")
+    return str(js("return document.getElementById('hits').textContent"))
+
+
+def marks(js: Js) -> list[str]:
+    return list(js("return [...document.querySelectorAll('#conv mark')].map(m => m.textContent)"))
+
+
+def test_search_counts_marks_and_steps_through_hits(
+    browser: Any, cli: Runner, tmp_path: Path
+) -> None:
+    path = tmp_path / "hits.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path)) as s:
+        question = s.append_message(st.UserMessage("Where is the parser?"))
+        side = s.append_message(
+            st.AssistantMessage(
+                [st.TextContent("An older parser answer.")], provider="p", model="m"
+            )
+        )
+        s.move_to(question)
+        s.append_message(
+            st.AssistantMessage(
+                [st.TextContent("The PARSER lives in `parser.py`. <b>not bold</b>")],
+                provider="p",
+                model="m",
+            )
+        )
+    js = open_page(browser, export(cli, path, tmp_path / "hits.html"))
+    # Every occurrence counts, case-insensitively; the side branch's hit too.
+    assert search(browser, js, "parser") == "4 hits"
+    assert "4 hits in 3 entries" in js("return document.getElementById('results').textContent")
+    # The three on the branch shown are marked, as text (the HTML in the message stays text).
+    assert [m.lower() for m in marks(js)] == ["parser"] * 3
+    assert "<b>not bold</b>" in conv_text(js)
+    assert js("return document.querySelectorAll('#conv b').length") == 0
+    shot(browser, "viewer-search-hits")
+    # Enter steps through the hits in file order, across branches; Shift+Enter goes back.
+    box = browser.find_element("id", "q")
+    box.send_keys("\n")
+    wait(js, "return document.getElementById('hits').textContent === 'hit 1 of 4'")
+    assert js("return document.querySelector('mark.cur').textContent") == "parser"
+    box.send_keys("\n")
+    wait(js, "return document.getElementById('hits').textContent === 'hit 2 of 4'")
+    wait(js, "return document.getElementById('conv').textContent.includes('An older parser')")
+    assert js("return document.querySelector('mark.cur').closest('article').id") == f"e-{side}"
+    assert "The PARSER lives" not in conv_text(js)  # the other branch
+    box.send_keys("\n")
+    wait(js, "return document.getElementById('hits').textContent === 'hit 3 of 4'")
+    wait(
+        js,
+        "return document.querySelector('mark.cur') && "
+        "document.querySelector('mark.cur').textContent === 'PARSER'",
+    )
+    box.send_keys("\n", "\n")  # the fourth, then round to the first
+    wait(js, "return document.getElementById('hits').textContent === 'hit 1 of 4'")
+    from selenium.webdriver.common.keys import Keys
+
+    box.send_keys(Keys.SHIFT, Keys.ENTER)
+    wait(js, "return document.getElementById('hits').textContent === 'hit 4 of 4'")
+    assert js("return document.querySelectorAll('mark.cur').length") == 1
+    assert js("return document.querySelector('mark.cur').textContent") == "parser"
+    # Words: an entry must hold all of them; each occurrence of each is a hit.
+    assert search(browser, js, "lives PARSER") == "3 hits"
+    assert sorted(m.lower() for m in marks(js)) == ["lives", "parser", "parser"]
+    assert search(browser, js, "lives") == "1 hit"
+    assert marks(js) == ["lives"]
+    assert search(browser, js, "zebra") == "no hits"
+    assert marks(js) == []
+    assert errors(browser) == []
+
+
+def test_tree_connectors_and_short_ids(browser: Any, cli: Runner, tmp_path: Path) -> None:
+    # pi's branched session: three branch points, a side branch at each.
+    js = open_page(browser, export(cli, FIXTURES / "d-branching.jsonl", tmp_path / "d.html"))
+    shot(browser, "viewer-tree-connectors")
+    rows = js(
+        "return [...document.querySelectorAll('#tree .row')].map(r => ({id: r.dataset.id,"
+        " short: r.querySelector('.id').textContent, tees: r.querySelectorAll('.g.t').length,"
+        " lines: r.querySelectorAll('.g').length, title: r.title}))"
+    )
+    assert len(rows) == 25
+    assert all(r["short"] == r["id"] for r in rows)  # pi's ids are 8 characters already
+    starts = [r["id"] for r in rows if r["tees"]]
+    assert starts == ["fd3b4e50", "86ef5a4c", "3c93baf0"]  # ├─ where each side branch starts
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["df0396db"]["lines"] == 1 and by_id["df0396db"]["tees"] == 0  # │ in it
+    assert by_id["15d0eabb"]["lines"] == 0  # the column carries on past the side branch
+    branch_points = js("return [...document.querySelectorAll('#tree .tog[data-toggle]')].length")
+    assert branch_points == 3
+    # The selected branch runs down the column's line past the side branches.
+    on = js(
+        "return [...document.querySelectorAll('#tree .g.on')]"
+        ".map(g => g.closest('.row').dataset.id)"
+    )
+    assert "fd3b4e50" in on and "2c72f4e4" in on
+    # Longer ids are cut to 8 characters, or more where two share the first 8.
+    path = tmp_path / "uuids.jsonl"
+    long_ids = [
+        "0198a3c2-1111-7000-8000-000000000001",
+        "0198a3c2-2222-7000-8000-000000000002",
+        "f00dfeed-3333-4000-8000-000000000003",
+    ]
+    with st.Session(st.JsonlSessionStorage.create(path)) as s:
+        for i, eid in enumerate(long_ids):
+            s.storage.append_entry(
+                st.MessageEntry(
+                    id=eid,
+                    parent_id=s.get_leaf_id(),
+                    timestamp="2026-01-01T00:00:00.000Z",
+                    message=st.UserMessage(f"message {i}"),
+                )
+            )
+    js = open_page(browser, export(cli, path, tmp_path / "uuids.html"))
+    shorts = js(
+        "return [...document.querySelectorAll('#tree .row')]"
+        ".map(r => [r.querySelector('.id').textContent, r.title])"
+    )
+    assert [short for short, _ in shorts] == ["0198a3c2-1", "0198a3c2-2", "f00dfeed"]
+    assert all(title.startswith(eid) for (_, title), eid in zip(shorts, long_ids, strict=True))
+    # The full id stays in the permalink.
+    link = js("return document.querySelector('.entry.sel a.perma')")
+    assert link is not None
+    assert js("return document.querySelector('.entry.sel a.perma').getAttribute('href')") == (
+        f"#e-{long_ids[-1]}"
+    )
+
+
+@pytest.mark.parametrize("name", [None, "Refactor the parser"])
+def test_title_names_the_session_once(
+    browser: Any, cli: Runner, tmp_path: Path, name: str | None
+) -> None:
+    path = tmp_path / "titled.jsonl"
+    sid = "0198a3c2-aaaa-7000-8000-00000000beef"
+    with st.Session(
+        st.JsonlSessionStorage.create(path, st.SessionHeader.generate(session_id=sid))
+    ) as s:
+        s.append_message(st.UserMessage("hello"))
+        if name:
+            s.append_session_info(name)
+    page = export(cli, path, tmp_path / "titled.html")
+    js = open_page(browser, page)
+    heading = js("return document.getElementById('title').textContent")
+    header = js("return document.getElementById('top').textContent")
+    title = js("return document.title")
+    if name:
+        assert heading == name
+        assert title == f"{name} · sessiontree"
+    else:
+        assert heading == f"session {sid}"
+        assert title == f"session {sid} · sessiontree"
+    assert header.count(sid) == 1  # the id once, not twice
+    assert title in page.read_text()  # the <title> written, the same before the script runs
+
+
+def _pi_session(path: Path, messages: list[dict[str, Any]]) -> None:
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "0198a3c2-bbbb-7000-8000-000000000001",
+            "timestamp": "2026-11-30T17:03:53.946Z",
+            "cwd": "/home/user/project",
+        }
+    ]
+    parent = None
+    for i, m in enumerate(messages):
+        eid = f"{i + 1:08x}"
+        lines.append(
+            {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": "2026-11-30T17:03:54.000Z",
+                "message": m,
+            }
+        )
+        parent = eid
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_shell_runs(browser: Any, cli: Runner, tmp_path: Path) -> None:
+    # pi's fixture: `ls src` (exit 0), a run kept out of the context, `cargo build` (exit
+    # 101, output truncated).
+    js = open_page(browser, export(cli, FIXTURES / "e-custom.jsonl", tmp_path / "e.html"))
+    shot(browser, "viewer-shell-runs")
+
+    def run(eid: str) -> dict[str, Any]:
+        return dict(
+            js(
+                "const a = document.getElementById(arguments[0]);"
+                "return {cmd: a.querySelector('.cmd').textContent,"
+                " out: [...a.querySelectorAll('.body pre')].map(p => p.textContent),"
+                " flags: [...a.querySelectorAll('.flag')].map(f => f.textContent),"
+                " text: a.textContent}",
+                f"e-{eid}",
+            )
+        )
+
+    ls = run("9a3e7cd1")
+    assert ls["cmd"] == "$ ls src"
+    assert ls["out"] == ["core\nlib.rs\nstore"]
+    assert ls["flags"] == ["exit 0"]
+    assert '"role"' not in ls["text"] and 'bash_execution"' not in ls["text"]  # no JSON dump
+    assert run("daef58a3")["flags"] == ["exit 0", "not sent to the model"]
+    build = run("fb093377")
+    assert build["cmd"] == "$ cargo build"
+    assert build["flags"] == [
+        "exit 101",
+        "output truncated — full output in /tmp/pi-bash-7f3a9c.log",
+    ]
+    assert js("return document.querySelector('#e-fb093377 .flag.err').textContent") == "exit 101"
+    tree = js("return document.querySelector('#tree .row[data-id=\"fb093377\"]').textContent")
+    assert "$ cargo build · exit 101" in tree
+    # A long output is folded; a cancelled run says so; the command is searchable.
+    path = tmp_path / "runs.jsonl"
+    long_output = "\n".join(f"line {i}" for i in range(200))
+    _pi_session(
+        path,
+        [
+            {"role": "user", "content": "run the tests", "timestamp": 1},
+            {
+                "role": "bashExecution",
+                "command": "pytest -q",
+                "output": long_output,
+                "exitCode": 1,
+                "cancelled": False,
+                "truncated": False,
+                "timestamp": 2,
+            },
+            {
+                "role": "bashExecution",
+                "command": "sleep 100 <script>window.__pwned = 1</script>",
+                "output": "",
+                "cancelled": True,
+                "truncated": False,
+                "timestamp": 3,
+            },
+        ],
+    )
+    js = open_page(browser, export(cli, path, tmp_path / "runs.html"))
+    fold = "document.querySelector('#e-00000002 details.output')"
+    assert js(f"return {fold} !== null && !{fold}.open")
+    assert "200 lines" in js(f"return {fold}.querySelector('summary').textContent")
+    assert js(f"return {fold}.querySelector('pre').textContent") == long_output
+    assert js("return document.querySelector('#e-00000002 .flag.err').textContent") == "exit 1"
+    cancelled = run("00000003")
+    assert cancelled["cmd"] == "$ sleep 100 <script>window.__pwned = 1</script>"
+    assert cancelled["flags"] == ["cancelled"]
+    assert "(no output)" in cancelled["text"]
+    assert search(browser, js, "pytest") == "1 hit"
+    assert marks(js) == ["pytest"]
+    assert js("return window.__pwned") is None
+    assert errors(browser) == []

@@ -114,7 +114,8 @@ def write_html(
         f"style-src 'sha256-{_sha256(css)}'; script-src 'sha256-{_sha256(js)}'; "
         "base-uri 'none'; form-action 'none'"
     )
-    title = html.escape(f"{name or header.id} · sessiontree")
+    # The name when there is one; else the id, once (the page says "session <id>").
+    title = html.escape(f"{name or 'session ' + header.id} · sessiontree")
     written = 0
 
     def put(data: bytes) -> None:

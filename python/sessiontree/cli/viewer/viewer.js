@@ -36,6 +36,33 @@
   const kids = (p) => { const k = p < 0 ? N : p; return childList.subarray(childStart[k], childStart[k + 1]); };
   const kindName = (pos) => KN[kinds[pos]];
 
+  // Short ids: the first 8 characters (pi's ids are 8 hex digits already), longer where
+  // entries share them, so a short id is still unique in the session. The full id is in
+  // the permalink, the tooltip and data-id.
+  const shortLen = new Uint16Array(N);
+  (function () {
+    const groups = new Map();
+    for (let i = 0; i < N; i++) {
+      if (ids[i].length <= 8) continue;
+      const k = ids[i].slice(0, 8), g = groups.get(k);
+      if (g === undefined) groups.set(k, i);
+      else if (typeof g === "number") groups.set(k, [g, i]);
+      else g.push(i);
+    }
+    const common = (a, b) => { let n = 0; while (n < a.length && a[n] === b[n]) n++; return n; };
+    for (const g of groups.values()) {
+      if (typeof g === "number") continue;
+      g.sort((a, b) => (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+      for (let j = 0; j < g.length; j++) {
+        let n = 8;
+        if (j > 0) n = Math.max(n, common(ids[g[j]], ids[g[j - 1]]) + 1);
+        if (j + 1 < g.length) n = Math.max(n, common(ids[g[j]], ids[g[j + 1]]) + 1);
+        shortLen[g[j]] = Math.min(n, ids[g[j]].length, 65535);
+      }
+    }
+  })();
+  const shortId = (pos) => ids[pos].slice(0, shortLen[pos] || 8);
+
   // Entry data lives in chunks of CHUNK entries: JSON, or deflated and base64-encoded for
   // large sessions (a third of the bytes for the browser to read). A chunk is decoded when
   // first needed (loadChunk, asynchronous) and kept in a bounded cache; entry() then
@@ -50,7 +77,13 @@
     return out;
   }
   function loadChunk(c) {
-    if (chunkCache.has(c)) return Promise.resolve();
+    const have = chunkCache.get(c);
+    if (have !== undefined) {
+      // Least recently used goes first: a chunk in use moves to the end.
+      chunkCache.delete(c);
+      chunkCache.set(c, have);
+      return Promise.resolve();
+    }
     let p = chunkLoads.get(c);
     if (p) return p;
     const node = $("st-c" + c);
@@ -113,6 +146,7 @@
     }
     if (m.role === "tool_result") return (m.is_error ? "✗ " : "") + m.tool_name + ": " + textOf(m.content);
     if (m.role === "compaction_summary" || m.role === "branch_summary") return m.summary;
+    if (m.role === "bash_execution") return shellLine(m);
     return "(role " + m.role + ")";
   }
   function makePreview(e) {
@@ -136,6 +170,7 @@
   const sessionLeaf = idx.leaf;
   const onPath = new Uint8Array(N);
   let leafPos = -1, path = [], pathIndex = new Map(), selected = -1;
+  let onCol = new Int32Array(0), onColDirty = true; // the tree's drawing of the branch
 
   function setBranch(leaf) {
     onPath.fill(0);
@@ -145,6 +180,7 @@
     pathIndex = new Map();
     path.forEach((p, i) => pathIndex.set(p, i));
     leafPos = leaf;
+    onColDirty = true;
   }
   function branchEndThrough(pos) {
     if (onPath[pos]) return leafPos;
@@ -166,12 +202,15 @@
   // ---------------------------------------------------------------- the tree pane
   const ROW = 22;
   const collapsed = new Uint8Array(N);
-  let rowPos = new Int32Array(0), rowDepth = new Int32Array(0), rowOf = new Map();
+  let rowPos = new Int32Array(0), rowDepth = new Int32Array(0), rowSide = new Uint8Array(0), rowOf = new Map();
   const treeBox = $("tree"), spacer = el("div", "spacer");
   treeBox.appendChild(spacer);
 
   // At a branch point one child continues in the same column (the one towards the
-  // session's leaf, else the newest); the others are side branches, one level in.
+  // session's leaf, else the newest); the others are side branches, drawn before it one
+  // level in. Connectors as in `sessiontree tree`: a side branch starts with a tee (├─)
+  // on its branch point's column, and that column's line (│) runs on past the side
+  // branches down to the child that continues it.
   const onLeafPath = new Uint8Array(N);
   for (let x = sessionLeaf; x >= 0; x = parents[x]) onLeafPath[x] = 1;
   function mainOf(k) {
@@ -179,30 +218,44 @@
     return k[k.length - 1];
   }
   function buildRows() {
-    const pos = [], depth = [];
+    const pos = [], depth = [], side = [];
     const stack = [];
     const pushKids = (k, d, x) => {
       if (!k.length) return;
       const main = mainOf(k);
-      stack.push(main, d);
+      stack.push(main, d, 0);
       if (x >= 0 && collapsed[x]) return;
-      for (let i = k.length - 1; i >= 0; i--) if (k[i] !== main) stack.push(k[i], d + 1);
+      for (let i = k.length - 1; i >= 0; i--) if (k[i] !== main) stack.push(k[i], d + 1, 1);
     };
     pushKids(kids(-1), 0, -1);
     while (stack.length) {
-      const d = stack.pop(), x = stack.pop();
-      pos.push(x); depth.push(d);
+      const s = stack.pop(), d = stack.pop(), x = stack.pop();
+      pos.push(x); depth.push(d); side.push(s);
       pushKids(kids(x), d, x);
     }
     rowPos = Int32Array.from(pos);
     rowDepth = Int32Array.from(depth);
+    rowSide = Uint8Array.from(side);
     rowOf = new Map();
     for (let i = 0; i < rowPos.length; i++) rowOf.set(rowPos[i], i);
     spacer.style.height = rowPos.length * ROW + "px";
+    onColDirty = true;
+  }
+  // The selected branch drawn in the connectors: for each row, the column whose line the
+  // branch runs down through it (-1: none), from one of its entries to the next.
+  function computeOnCols() {
+    onCol = new Int32Array(rowPos.length).fill(-1);
+    for (let i = 0; i + 1 < path.length; i++) {
+      const r1 = rowOf.get(path[i]), r2 = rowOf.get(path[i + 1]);
+      if (r1 === undefined || r2 === undefined) break;
+      for (let r = r1 + 1; r < r2; r++) onCol[r] = rowDepth[r1];
+    }
+    onColDirty = false;
   }
 
   let treeWaiting = false;
   function renderTree() {
+    if (onColDirty) computeOnCols();
     const top = treeBox.scrollTop, h = treeBox.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW) - 20);
     const last = Math.min(rowPos.length, Math.ceil((top + h) / ROW) + 20);
@@ -228,20 +281,20 @@
     row.dataset.id = ids[x];
     if (onPath[x]) row.classList.add("on");
     if (x === selected) row.classList.add("sel");
-    for (let d = 0; d < rowDepth[r]; d++) {
-      const g = el("span", "guide");
-      g.style.width = "14px";
+    const d = rowDepth[r];
+    for (let j = 0; j < d; j++) {
+      // A line (│) per column; a tee (├─) where a side branch starts.
+      const g = el("span", j === d - 1 && rowSide[r] ? "g t" : "g");
+      if (onCol[r] === j) g.classList.add("on");
       row.appendChild(g);
     }
+    row.appendChild(el("span", "id", shortId(x)));
     const k = kids(x);
     const tog = el("span", "tog");
     if (k.length > 1) {
-      tog.textContent = (collapsed[x] ? "▸ " : "▾ ") + k.length;
-      tog.title = collapsed[x] ? "expand these branches" : "collapse these branches";
+      tog.textContent = (collapsed[x] ? "▸" : "▾") + k.length;
+      tog.title = k.length + " branches: " + (collapsed[x] ? "expand them" : "collapse them");
       tog.dataset.toggle = String(x);
-    } else {
-      tog.classList.add("none");
-      tog.textContent = "·";
     }
     row.appendChild(tog);
     const kn = kindName(x);
@@ -344,6 +397,13 @@
   }
 
   // ---------------------------------------------------------------- entries (to DOM)
+  // The text that search looks in is shown inside elements of class "hl" (highlighted
+  // there); searchFields() below lists the same texts, in the same order, from the data.
+  function md(src, parent) {
+    const box = el("div", "hl");
+    markdown(src, box);
+    parent.appendChild(box);
+  }
   const IMAGE_MIME = /^image\/(png|jpe?g|gif|webp|bmp|avif)$/i;
   const BASE64 = /^[A-Za-z0-9+/=\s]*$/;
   function image(block, parent) {
@@ -357,11 +417,11 @@
     } else parent.appendChild(el("div", "note", "[image " + mime + " not shown]"));
   }
   function content(c, parent) {
-    if (typeof c === "string") { markdown(c, parent); return; }
+    if (typeof c === "string") { md(c, parent); return; }
     if (!Array.isArray(c)) return;
     for (const b of c) {
       if (!b || typeof b !== "object") continue;
-      if (b.type === "text") markdown(b.text, parent);
+      if (b.type === "text") md(b.text, parent);
       else if (b.type === "image") image(b, parent);
       else if (b.type === "thinking") thinking(b, parent);
     }
@@ -370,7 +430,7 @@
     const d = el("details", "thinking");
     const text = String(b.thinking || "");
     d.appendChild(el("summary", null, b.redacted ? "thinking (redacted)" : "thinking · " + text.length.toLocaleString() + " characters"));
-    if (!b.redacted) d.appendChild(el("pre", null, text));
+    if (!b.redacted) d.appendChild(el("pre", "hl", text));
     parent.appendChild(d);
   }
   function textOf(c) {
@@ -385,9 +445,9 @@
       const p = path[j];
       if (kindName(p) !== "tool_result") continue;
       const m = entry(p).message;
-      if (m && m.tool_call_id === callId) return m;
+      if (m && m.tool_call_id === callId) return p;
     }
-    return null;
+    return -1;
   }
   function pairedAbove(i, callId) {
     for (let j = i - 1; j >= Math.max(0, i - 120); j--) {
@@ -398,26 +458,72 @@
     }
     return false;
   }
-  function toolCall(b, result, parent) {
+  function toolCall(b, resultPos, parent) {
+    const result = resultPos >= 0 ? entry(resultPos).message : null;
     const d = el("details", "tool" + (result && result.is_error ? " err" : ""));
     const args = jsonText(b.arguments);
     const mark = result ? (result.is_error ? " ✗" : " ✓") : " (no result)";
-    d.appendChild(el("summary", null, "🔧 " + b.name + "(" + args.replace(/\s+/g, " ").slice(0, 160) + ")" + mark));
-    d.appendChild(el("pre", null, args));
+    const sum = el("summary", null, "🔧 ");
+    sum.appendChild(el("span", "hl", b.name));
+    sum.appendChild(document.createTextNode("(" + args.replace(/\s+/g, " ").slice(0, 160) + ")" + mark));
+    d.appendChild(sum);
+    d.appendChild(el("pre", "hl", args));
     if (result) {
-      d.appendChild(el("div", "note", "result" + (result.is_error ? " (error)" : "")));
+      // The result is an entry of its own, shown here with its call.
+      const box = el("div", "result");
+      box.dataset.entry = String(resultPos);
+      box.id = "e-" + ids[resultPos];
+      if (resultPos === selected) box.classList.add("sel");
+      box.appendChild(el("div", "note", "result" + (result.is_error ? " (error)" : "")));
       const body = el("div", "body");
       toolOutput(result.content, body);
-      d.appendChild(body);
+      box.appendChild(body);
+      d.appendChild(box);
     }
     parent.appendChild(d);
   }
   function toolOutput(c, parent) {
-    if (typeof c === "string") { parent.appendChild(el("pre", null, c)); return; }
+    if (typeof c === "string") { parent.appendChild(el("pre", "hl", c)); return; }
     for (const b of c || []) {
       if (b && b.type === "image") image(b, parent);
-      else if (b && b.type === "text") parent.appendChild(el("pre", null, b.text));
+      else if (b && b.type === "text") parent.appendChild(el("pre", "hl", b.text));
     }
+  }
+
+  // A shell run (pi's bashExecution, "!cmd" in its editor): the command, its output
+  // (folded when long), the exit code and the cancelled / truncated flags.
+  const LONG_LINES = 20, LONG_CHARS = 2000;
+  const present = (v) => v !== undefined && v !== null;
+  function shellRun(m, body) {
+    const cmd = el("div", "cmd");
+    cmd.appendChild(el("span", "prompt", "$ "));
+    cmd.appendChild(el("code", "hl", String(present(m.command) ? m.command : "")));
+    body.appendChild(cmd);
+    const out = String(present(m.output) ? m.output : "");
+    const lines = out ? out.split("\n").length : 0;
+    if (!out) body.appendChild(el("div", "note", "(no output)"));
+    else if (lines > LONG_LINES || out.length > LONG_CHARS) {
+      const d = el("details", "output");
+      d.appendChild(el("summary", null, "output · " + lines.toLocaleString() + " lines, " + out.length.toLocaleString() + " characters"));
+      d.appendChild(el("pre", "hl", out));
+      body.appendChild(d);
+    } else body.appendChild(el("pre", "hl", out));
+    const flags = el("div", "flags");
+    const code = m.exit_code;
+    if (m.cancelled) flags.appendChild(el("span", "flag err", "cancelled"));
+    if (present(code)) flags.appendChild(el("span", "flag exit" + (code === 0 ? "" : " err"), "exit " + code));
+    else if (!m.cancelled) flags.appendChild(el("span", "flag exit", "no exit code"));
+    if (m.truncated) {
+      flags.appendChild(el("span", "flag", "output truncated" + (m.full_output_path ? " — full output in " + m.full_output_path : "")));
+    }
+    if (m.exclude_from_context) flags.appendChild(el("span", "flag", "not sent to the model"));
+    body.appendChild(flags);
+  }
+  function shellLine(m) {
+    let s = "$ " + (present(m.command) ? m.command : "");
+    if (m.cancelled) s += " · cancelled";
+    else if (present(m.exit_code) && m.exit_code !== 0) s += " · exit " + m.exit_code;
+    return s;
   }
 
   function message(m, i, body, head) {
@@ -430,11 +536,15 @@
       if (m.stop_reason && m.stop_reason !== "stop") head.appendChild(el("span", m.stop_reason === "error" ? "err" : null, m.stop_reason));
       for (const b of m.content || []) {
         if (!b || typeof b !== "object") continue;
-        if (b.type === "text") markdown(b.text, body);
+        if (b.type === "text") md(b.text, body);
         else if (b.type === "thinking") thinking(b, body);
         else if (b.type === "tool_call") toolCall(b, findResult(i, b.id), body);
       }
-      if (m.error_message) body.appendChild(el("div", "err", "error: " + m.error_message));
+      if (m.error_message) {
+        const err = el("div", "err", "error: ");
+        err.appendChild(el("span", "hl", m.error_message));
+        body.appendChild(err);
+      }
     } else if (role === "tool_result") {
       head.appendChild(el("span", null, m.tool_name + " · " + m.tool_call_id));
       const d = el("details", "tool" + (m.is_error ? " err" : ""));
@@ -442,10 +552,48 @@
       toolOutput(m.content, d);
       body.appendChild(d);
     } else if (role === "custom") {
-      head.appendChild(el("span", null, m.custom_type));
+      head.appendChild(el("span", "hl", m.custom_type));
       content(m.content, body);
-    } else if (role === "compaction_summary" || role === "branch_summary") markdown(m.summary, body);
-    else body.appendChild(el("pre", null, jsonText(m)));
+    } else if (role === "compaction_summary" || role === "branch_summary") md(m.summary, body);
+    else if (role === "bash_execution") shellRun(m, body);
+    else body.appendChild(el("pre", "hl", jsonText(m)));
+  }
+
+  // The texts search looks in, as shown in the page (Markdown as written).
+  function contentFields(c, out) {
+    if (typeof c === "string") { out.push(c); return; }
+    if (!Array.isArray(c)) return;
+    for (const b of c) {
+      if (!b || typeof b !== "object") continue;
+      if (b.type === "text") out.push(String(b.text));
+      else if (b.type === "thinking" && !b.redacted) out.push(String(b.thinking || ""));
+    }
+  }
+  function searchFields(pos) {
+    const e = entry(pos), out = [];
+    if (e.type === "message" && e.message) {
+      const m = e.message, role = String(m.role);
+      if (role === "user") contentFields(m.content, out);
+      else if (role === "assistant") {
+        for (const b of m.content || []) {
+          if (!b || typeof b !== "object") continue;
+          if (b.type === "text") out.push(String(b.text));
+          else if (b.type === "thinking" && !b.redacted) out.push(String(b.thinking || ""));
+          else if (b.type === "tool_call") out.push(String(b.name), jsonText(b.arguments));
+        }
+        if (m.error_message) out.push(String(m.error_message));
+      } else if (role === "tool_result") {
+        if (typeof m.content === "string") out.push(m.content);
+        else for (const b of m.content || []) if (b && b.type === "text") out.push(String(b.text));
+      } else if (role === "custom") { out.push(String(m.custom_type)); contentFields(m.content, out); }
+      else if (role === "compaction_summary" || role === "branch_summary") out.push(String(m.summary));
+      else if (role === "bash_execution") out.push(String(present(m.command) ? m.command : ""), String(present(m.output) ? m.output : ""));
+      else out.push(jsonText(m));
+    } else if (e.type === "compaction" || e.type === "branch_summary") out.push(String(e.summary));
+    else if (e.type === "custom_message") { out.push(String(e.custom_type)); contentFields(e.content, out); }
+    else if (META.has(e.type)) out.push(preview(pos));
+    else out.push(jsonText(e));
+    return out;
   }
 
   const META = new Set(["model_change", "thinking_level_change", "active_tools_change", "session_info", "label", "leaf", "custom"]);
@@ -455,6 +603,7 @@
     const art = el("article", "entry ek-" + kn + (META.has(e.type) ? " meta" : ""));
     art.id = "e-" + e.id;
     art.dataset.pos = String(pos);
+    art.dataset.entry = String(pos);
     if (pos === selected) art.classList.add("sel");
     const head = el("header");
     head.appendChild(el("span", "kind k-" + kn, kn.replace(/_/g, " ")));
@@ -474,16 +623,17 @@
       const note = el("div", "note", (Number(e.tokens_before) || 0).toLocaleString() + " tokens summarised" + (kept ? "; kept from " : ""));
       if (kept) { const k = el("a", null, kept); k.href = "#e-" + encodeURIComponent(kept); note.appendChild(k); }
       body.appendChild(note);
-      markdown(e.summary, body);
+      md(e.summary, body);
     } else if (e.type === "branch_summary") {
       body.appendChild(el("div", "note", "summary of the branch left at " + e.from_id));
-      markdown(e.summary, body);
+      md(e.summary, body);
     } else if (e.type === "custom_message") {
-      head.appendChild(el("span", null, e.custom_type));
+      head.appendChild(el("span", "hl", e.custom_type));
       content(e.content, body);
-    } else if (META.has(e.type)) body.appendChild(el("span", null, preview(pos)));
-    else body.appendChild(el("pre", null, jsonText(e)));
+    } else if (META.has(e.type)) body.appendChild(el("span", "hl", preview(pos)));
+    else body.appendChild(el("pre", "hl", jsonText(e)));
     art.appendChild(body);
+    if (termRe) highlightEntries(art);
     return art;
   }
 
@@ -562,10 +712,20 @@
     renderTree();
     const hash = "#e-" + encodeURIComponent(ids[pos]);
     if (location.hash !== hash) history.replaceState(null, "", hash);
-    $("branch").textContent = "branch: " + path.length.toLocaleString() + " entries, ends at " + (leafPos >= 0 ? ids[leafPos] : "—") + (leafPos === sessionLeaf ? " (the session's leaf)" : "");
-    if (!(await showConversation(i === undefined ? path.length - 1 : i))) return;
-    const target = document.getElementById("e-" + ids[pos]);
-    if (target) target.scrollIntoView({ block: fromTree ? "center" : "start" });
+    $("branch").textContent = "branch: " + path.length.toLocaleString() + " entries, ends at " + (leafPos >= 0 ? shortId(leafPos) : "—") + (leafPos === sessionLeaf ? " (the session's leaf)" : "");
+    if (!(await showConversation(i === undefined ? path.length - 1 : i))) return false;
+    const target = entryBox(pos);
+    if (target) {
+      openFolds(target);
+      target.scrollIntoView({ block: fromTree ? "center" : "start" });
+    }
+    return true;
+  }
+  // The element showing entry `pos` in the conversation: its card, or for a tool result
+  // shown with its call, the box inside the call's fold.
+  function entryBox(pos) { return conv.querySelector('[data-entry="' + pos + '"]'); }
+  function openFolds(node) {
+    for (let d = node.parentElement && node.parentElement.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.open = true;
   }
   function fromHash() {
     const h = location.hash;
@@ -579,69 +739,174 @@
   $("toleaf").addEventListener("click", () => select(sessionLeaf >= 0 ? sessionLeaf : N - 1, false));
 
   // ---------------------------------------------------------------- search
-  const results = $("results"), q = $("q");
-  let searchToken = 0, debounce = 0;
-  function searchText(e) {
-    const parts = [];
-    if (e.type === "message" && e.message) {
-      const m = e.message;
-      if (typeof m.content === "string") parts.push(m.content);
-      else if (Array.isArray(m.content)) for (const b of m.content) {
-        if (!b) continue;
-        if (b.type === "text") parts.push(b.text);
-        else if (b.type === "thinking") parts.push(b.thinking);
-        else if (b.type === "tool_call") parts.push(b.name, jsonText(b.arguments));
-      }
-      if (m.summary) parts.push(m.summary);
-      if (m.tool_name) parts.push(m.tool_name);
-      if (m.error_message) parts.push(m.error_message);
-    } else {
-      if (e.summary) parts.push(e.summary);
-      if (e.content) parts.push(textOf(e.content));
-      if (e.name) parts.push(e.name);
-      if (e.label) parts.push(e.label);
-      if (e.custom_type) parts.push(e.custom_type);
-    }
-    return parts.join("\n");
+  // The query is split into words; an entry matches when its text holds every word
+  // (case-insensitive, anywhere, "auth" finds "OAuth2"). A hit is one occurrence of one
+  // of the words in a matching entry: the hits are counted, listed by entry, marked in
+  // the conversation (<mark>), and Enter / Shift+Enter (or the arrows) go to the next /
+  // previous one, across branches. The text searched is the text shown: messages,
+  // thinking, tool calls (name and arguments) and results, shell commands and output,
+  // summaries, and the line shown for other entries (Markdown as written).
+  const results = $("results"), q = $("q"), hitsOut = $("hits");
+  let searchToken = 0, debounce = 0, searched = null, searching = Promise.resolve();
+  let termRe = null, termTests = [];
+  let hitEntries = [], hitStart = [0], hitTotal = 0, cur = -1;
+  const escapeRe = (t) => t.replace(/[\\^$.*+?()[\]{}|\/-]/g, "\\$&");
+  function setQuery(query) {
+    const words = [...new Set(query.trim().toLowerCase().split(/\s+/).filter(Boolean))];
+    words.sort((a, b) => b.length - a.length);
+    termRe = words.length ? new RegExp(words.map(escapeRe).join("|"), "gi") : null;
+    termTests = words.map((w) => new RegExp(escapeRe(w), "i"));
   }
-  function snippet(text, needle) {
-    const at = text.toLowerCase().indexOf(needle);
+  function countIn(text) {
+    let n = 0;
+    termRe.lastIndex = 0;
+    while (termRe.exec(text) !== null) n++;
+    return n;
+  }
+  function matches(pos) {
+    if (!termRe || !loaded(pos)) return false;
+    const text = searchFields(pos).join("\n");
+    return termTests.every((t) => t.test(text));
+  }
+  // <mark> the hits in the entries shown in `root` (a card, or the conversation).
+  function highlightEntries(root) {
+    const boxes = [...root.querySelectorAll("[data-entry]")];
+    if (root.dataset && root.dataset.entry !== undefined) boxes.push(root);
+    for (const box of boxes) {
+      if (!matches(Number(box.dataset.entry))) continue;
+      const own = [...box.querySelectorAll(".hl")].filter((r) => r.closest("[data-entry]") === box);
+      highlightIn(own);
+    }
+  }
+  // <mark> each occurrence in the text nodes of `regions`.
+  function highlightIn(regions) {
+    const nodes = [];
+    for (const region of regions) {
+      const walk = document.createTreeWalker(region, NodeFilter.SHOW_TEXT);
+      while (walk.nextNode()) if (walk.currentNode.parentNode.nodeName !== "MARK") nodes.push(walk.currentNode);
+    }
+    for (const t of nodes) {
+      const text = t.nodeValue;
+      let m, last = 0, frag = null;
+      termRe.lastIndex = 0;
+      while ((m = termRe.exec(text)) !== null) {
+        if (!frag) frag = document.createDocumentFragment();
+        if (m.index > last) frag.appendChild(document.createTextNode(text.slice(last, m.index)));
+        frag.appendChild(el("mark", null, m[0]));
+        last = termRe.lastIndex;
+      }
+      if (!frag) continue;
+      if (last < text.length) frag.appendChild(document.createTextNode(text.slice(last)));
+      // A closed fold says it holds hits.
+      for (let d = t.parentElement.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) d.classList.add("hashit");
+      t.replaceWith(frag);
+    }
+  }
+  function unhighlight(root) {
+    for (const m of root.querySelectorAll("mark")) {
+      const parent = m.parentNode;
+      m.replaceWith(document.createTextNode(m.textContent));
+      parent.normalize();
+    }
+    for (const d of root.querySelectorAll("details.hashit")) d.classList.remove("hashit");
+  }
+  function snippet(text, li) {
+    termRe.lastIndex = 0;
+    const m = termRe.exec(text), at = m ? m.index : 0;
     const from = Math.max(0, at - 40);
-    return (from > 0 ? "…" : "") + text.slice(from, at + needle.length + 80).replace(/\s+/g, " ");
+    const s = (from > 0 ? "…" : "") + text.slice(from, at + 120).replace(/\s+/g, " ");
+    const box = el("span", "hl", s);
+    li.appendChild(box);
+    highlightIn([box]);
+  }
+  function showCount(done) {
+    if (!termRe) { hitsOut.textContent = ""; return; }
+    let t = hitTotal === 0 ? "no hits" : hitTotal.toLocaleString() + (hitTotal === 1 ? " hit" : " hits");
+    if (hitTotal && cur >= 0) t = "hit " + (cur + 1).toLocaleString() + " of " + hitTotal.toLocaleString();
+    hitsOut.textContent = done ? t : "searching… " + t;
+    $("prev").hidden = $("next").hidden = hitTotal === 0;
   }
   function runSearch(query) {
     const token = ++searchToken;
+    searched = query;
     results.replaceChildren();
-    const needle = query.trim().toLowerCase();
-    if (!needle) return;
     delete results.dataset.done;
+    unhighlight(conv);
+    setQuery(query);
+    hitEntries = []; hitStart = [0]; hitTotal = 0; cur = -1;
+    showCount(true);
+    if (!termRe) { searching = Promise.resolve(); return searching; }
     const status = el("li", "status", "searching…");
     results.appendChild(status);
-    let found = 0, c = 0;
-    const LIMIT = 500;
-    (async () => {
-      for (; c < NCHUNKS && found < LIMIT; c++) {
+    const LIMIT = 500; // entries listed; all hits are counted
+    searching = (async () => {
+      // First the entries on screen.
+      await ensure([...conv.querySelectorAll("[data-entry]")].map((b) => Number(b.dataset.entry)));
+      if (token !== searchToken) return;
+      highlightEntries(conv);
+      for (let c = 0; c < NCHUNKS; c++) {
         await loadChunk(c);
         if (token !== searchToken) return;
         const end = Math.min(N, (c + 1) * CHUNK);
-        for (let pos = c * CHUNK; pos < end && found < LIMIT; pos++) {
-          const text = searchText(entry(pos));
-          if (text.toLowerCase().includes(needle)) {
-            found++;
+        for (let pos = c * CHUNK; pos < end; pos++) {
+          const fields = searchFields(pos), text = fields.join("\n");
+          if (!termTests.every((t) => t.test(text))) continue;
+          const n = countIn(text);
+          if (!n) continue;
+          hitEntries.push(pos);
+          hitTotal += n;
+          hitStart.push(hitTotal);
+          if (hitEntries.length <= LIMIT) {
             const li = el("li", "hit");
             li.dataset.pos = String(pos);
+            li.dataset.n = String(hitEntries.length - 1);
             li.appendChild(el("span", "k k-" + kindName(pos), kindName(pos) + " "));
-            li.appendChild(document.createTextNode(snippet(text, needle)));
+            if (n > 1) li.appendChild(el("span", "n", "×" + n + " "));
+            snippet(text, li);
             status.before(li);
           }
         }
         status.textContent = "searching… " + Math.floor((100 * (c + 1)) / NCHUNKS) + "%";
+        showCount(false);
         if (c % 4 === 3) await new Promise((r) => setTimeout(r, 0));
       }
       if (token !== searchToken) return;
-      status.textContent = found ? found.toLocaleString() + (found >= LIMIT ? "+" : "") + " matches" : "no match";
+      const e = hitEntries.length;
+      status.textContent = hitTotal
+        ? hitTotal.toLocaleString() + (hitTotal === 1 ? " hit" : " hits") + " in " + e.toLocaleString() + (e === 1 ? " entry" : " entries") + (e > LIMIT ? " (the first " + LIMIT + " listed)" : "")
+        : "no hits";
+      showCount(true);
       results.dataset.done = "1";
     })();
+    return searching;
+  }
+  // Hit `h` (0-based, over the whole session): select its entry and show its <mark>.
+  async function showHit(h) {
+    let lo = 0, hi = hitEntries.length - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (hitStart[mid] <= h) lo = mid; else hi = mid - 1; }
+    const pos = hitEntries[lo], k = h - hitStart[lo];
+    cur = h;
+    showCount(true);
+    let box = pos === selected ? entryBox(pos) : null;
+    if (!box) {
+      if (!(await select(pos, false)) || cur !== h) return;
+      box = entryBox(pos);
+    }
+    for (const m of conv.querySelectorAll("mark.cur")) m.classList.remove("cur");
+    if (!box) return;
+    const marks = [...box.querySelectorAll("mark")].filter((m) => m.closest("[data-entry]") === box);
+    const target = marks.length ? marks[Math.min(k, marks.length - 1)] : box;
+    target.classList.add("cur");
+    openFolds(target);
+    target.scrollIntoView({ block: "center" });
+  }
+  async function step(delta) {
+    clearTimeout(debounce);
+    if (q.value !== searched) runSearch(q.value);
+    const token = searchToken;
+    await searching;
+    if (token !== searchToken || !hitTotal) return;
+    await showHit(cur < 0 ? (delta > 0 ? 0 : hitTotal - 1) : (cur + delta + hitTotal) % hitTotal);
   }
   q.addEventListener("input", () => {
     delete results.dataset.done;
@@ -649,21 +914,25 @@
     debounce = setTimeout(() => runSearch(q.value), 200);
   });
   q.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") { clearTimeout(debounce); runSearch(q.value); }
+    if (ev.key === "Enter") { ev.preventDefault(); step(ev.shiftKey ? -1 : 1); }
     if (ev.key === "Escape") { q.value = ""; runSearch(""); }
   });
+  $("next").addEventListener("click", () => step(1));
+  $("prev").addEventListener("click", () => step(-1));
   results.addEventListener("click", (ev) => {
     const li = ev.target.closest ? ev.target.closest("li.hit") : null;
-    if (li) select(Number(li.dataset.pos), false);
+    if (li) showHit(hitStart[Number(li.dataset.n)]);
   });
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "/" && document.activeElement !== q) { ev.preventDefault(); q.focus(); }
   });
 
   // ---------------------------------------------------------------- start
-  $("title").textContent = idx.session.name || "session " + idx.session.id;
-  $("meta").textContent = idx.session.id + " · " + N.toLocaleString() + " entries · cwd " + idx.session.cwd + " · created " + idx.session.timestamp;
-  document.title = (idx.session.name || idx.session.id) + " · sessiontree";
+  // The name when the session has one (the id then in the line below), else the id, once.
+  const named = idx.session.name !== null && idx.session.name !== undefined && idx.session.name !== "";
+  $("title").textContent = named ? idx.session.name : "session " + idx.session.id;
+  $("meta").textContent = (named ? "session " + idx.session.id + " · " : "") + N.toLocaleString() + " entries · cwd " + idx.session.cwd + " · created " + idx.session.timestamp;
+  document.title = (named ? idx.session.name : "session " + idx.session.id) + " · sessiontree";
   buildRows();
   (async () => {
     if (N) {
