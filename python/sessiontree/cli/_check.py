@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import JsonlSessionStorage, SessionError
 from ._output import Output, open_output, safe_text
-from ._target import SUFFIX, Options, open_readonly, repo_dir, resolve
+from ._target import SUFFIX, Options, open_readonly, plural, repo_dir, resolve, shown
 
 SCHEMA = "check"
 
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             counts = {s: sum(r["status"] == s for r in rows) for s in STATUS_EXIT}
             out.line(
                 out.paint(
-                    f"{len(rows):,} files: {counts['ok']:,} ok, {counts['problems']:,} with "
-                    f"problems, {counts['refused']:,} refused",
+                    f"{plural(len(rows), 'file')}: {counts['ok']:,} ok, "
+                    f"{counts['problems']:,} with problems, {counts['refused']:,} refused",
                     "bold",
                 )
             )
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
 
 
 def _text(out: Output, row: dict[str, Any]) -> None:
-    name = row["path"]
+    name = shown(row["path"])
     if row["status"] == "refused" and row["entry_count"] is None:
         err = row["error"]
         out.line(
@@ -148,14 +148,17 @@ def _text(out: Output, row: dict[str, Any]) -> None:
     dialect = "" if row["dialect"] == "sessiontree" else f", {row['dialect']} dialect"
     issues = row["issues"]
     if row["status"] == "ok":
-        out.line(f"{name}: " + out.paint("ok", "bold green") + f" ({n:,} entries{dialect})")
+        out.line(
+            f"{name}: "
+            + out.paint("ok", "bold green")
+            + f" ({plural(n, 'entry', 'entries')}{dialect})"
+        )
         return
-    word = "problem" if len(issues) == 1 else "problems"
-    verdict = "refused (strict)" if row["status"] == "refused" else f"{len(issues):,} {word}"
+    verdict = "refused (strict)" if row["status"] == "refused" else plural(len(issues), "problem")
     out.line(
         f"{name}: "
         + out.paint(verdict, "bold red" if row["status"] == "refused" else "bold yellow")
-        + f" ({n:,} entries read{dialect})"
+        + f" ({plural(n, 'entry', 'entries')} read{dialect})"
     )
     for i in issues:
         out.line(
@@ -166,7 +169,8 @@ def _text(out: Output, row: dict[str, Any]) -> None:
     if row["torn_tail_bytes"]:
         out.line(
             out.paint(
-                f"  a torn last line of {row['torn_tail_bytes']:,} bytes: `sessiontree repair` "
+                f"  a torn last line of {plural(row['torn_tail_bytes'], 'byte')}: "
+                "`sessiontree repair` "
                 "cuts it into a side file",
                 "grey",
             )

@@ -9,7 +9,7 @@ import os
 from .. import JsonlSessionStorage
 from ..dialects.pi import convert_file
 from ._output import open_output
-from ._target import SUFFIX, Options, resolve
+from ._target import SUFFIX, Options, plural, resolve, shown
 
 SCHEMA = "convert"
 
@@ -55,8 +55,9 @@ def run(args: argparse.Namespace, opts: Options) -> int:
             out.json(doc)
         else:
             out.line(
-                f"converted {path} ({before[0]} v{before[1]}) into "
-                + out.paint(dest, "bold")
-                + f" ({after[0]} v{after[1]}, {count:,} entries); the original is unchanged"
+                f"converted {shown(path)} ({before[0]} v{before[1]}) into "
+                + out.paint(shown(dest), "bold")
+                + f" ({after[0]} v{after[1]}, {plural(count, 'entry', 'entries')}); "
+                "the original is unchanged"
             )
     return 0
