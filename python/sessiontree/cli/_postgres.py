@@ -32,16 +32,22 @@ def is_postgres(target: str | None) -> bool:
 
 def display(target: str) -> str:
     """``target`` without its password, for output."""
-    from ..postgres._connect import _redact
+    from ..postgres._connect import shown
 
-    return _redact(target)
+    return shown(target)
 
 
 def open_repo(target: str) -> PostgresSessionRepo:
     """The repository ``target`` names (schema ``$SESSIONTREE_PG_SCHEMA`` or the default)."""
     from ..postgres import PostgresSessionRepo
+    from ..postgres._connect import check_schema
 
     schema = os.environ.get(ENV_SCHEMA) or "sessiontree"
+    try:
+        check_schema(schema)
+    except SessionError as exc:
+        # Said before connecting, naming where the bad name came from.
+        raise SessionError("invalid_argument", f"${ENV_SCHEMA}: {exc.message}") from None
     return PostgresSessionRepo(target, schema=schema)
 
 

@@ -6,10 +6,12 @@ psycopg is imported here, on first use, never by ``import sessiontree``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import socket
 import threading
+import urllib.parse
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -22,8 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Source", "pg_error"]
 
-# Schema names: plain identifiers only, so every statement can name them unquoted-safe.
+# Schema names: lowercase identifiers of at most 63 bytes (PostgreSQL's NAMEDATALEN - 1),
+# always quoted in statements (so reserved words such as ``user`` work), never ``pg_*``
+# (reserved for system schemas) nor ``information_schema``.
 _SCHEMA_RE: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SYSTEM_SCHEMAS: Final = ("information_schema",)
+
+# PostgreSQL's longest identifier (a NOTIFY channel is one too), in bytes.
+_MAX_IDENT: Final = 63
 
 # SQLSTATE raised by the append function when the session's next sequence number is not
 # the one the writer expected (see _schema.py); 23505 is the unique key of (session, seq).
@@ -47,14 +55,50 @@ def psycopg_module() -> Any:
 
 
 def check_schema(schema: object) -> str:
-    """The schema name, or ``invalid_argument`` (lowercase letters, digits, ``_``)."""
+    """The schema name, or ``invalid_argument``: 1 to 63 lowercase letters, digits and
+    ``_``, not starting with a digit, not ``pg_...`` nor ``information_schema``."""
     if not isinstance(schema, str) or _SCHEMA_RE.fullmatch(schema) is None:
         raise SessionError(
             "invalid_argument",
-            f"schema must be a lowercase SQL identifier ([a-z_][a-z0-9_]*, at most 63), "
-            f"got {schema!r}",
+            f"schema must be a lowercase SQL identifier ([a-z_][a-z0-9_]*, at most 63 "
+            f"characters), got {schema!r}",
+        )
+    if schema.startswith("pg_") or schema in _SYSTEM_SCHEMAS:
+        raise SessionError(
+            "invalid_argument",
+            f"schema {schema!r} is reserved for PostgreSQL's system schemas; choose another name",
         )
     return schema
+
+
+def ident(schema: str) -> str:
+    """``schema`` quoted for a statement (a checked name: nothing in it needs escaping);
+    quoted, a reserved word such as ``user`` or ``select`` is a name like any other."""
+    return f'"{schema}"'
+
+
+def channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of a schema's appends: ``sessiontree_<schema>``, or, when
+    that passes PostgreSQL's 63 bytes, its first part and a hash of the whole name."""
+    name = f"sessiontree_{schema}"
+    if len(name) <= _MAX_IDENT:
+        return name
+    digest = hashlib.sha256(schema.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_IDENT - 9]}_{digest}"
+
+
+def check_text(value: str, what: str) -> str:
+    """``value``, or ``invalid_argument`` if PostgreSQL's text cannot hold it: a lone
+    surrogate (not encodable as UTF-8) or a NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SessionError(
+            "invalid_argument", f"{what} {value!r} is not valid text (a lone surrogate)"
+        ) from None
+    if "\x00" in value:
+        raise SessionError("invalid_argument", f"{what} {value!r} contains a NUL character")
+    return value
 
 
 def pg_error(what: str, exc: BaseException) -> SessionError:
@@ -101,8 +145,10 @@ class Source:
         self._pool: psycopg_pool.ConnectionPool[Any] | None = None
         self._pool_kwargs: dict[str, Any] = {}
         if isinstance(target, str):
+            check_conninfo(target)
             self._conninfo = target
         elif isinstance(target, pg.Connection):
+            check_shared(target)
             self._conn = target
         elif isinstance(target, psycopg_pool.ConnectionPool):
             self._pool = target
@@ -130,7 +176,7 @@ class Source:
         if self._conn is not None:
             info = self._conn.info
         elif self._conninfo is not None:
-            return _redact(self._conninfo)
+            return shown(self._conninfo)
         else:  # pragma: no cover - every source has one of the two
             return "?"
         return f"host={info.host} port={info.port} dbname={info.dbname} user={info.user}"
@@ -143,18 +189,24 @@ class Source:
         kwargs["autocommit"] = True
         if application_name is not None:
             kwargs["application_name"] = application_name
+        failed: SessionError | None = None
         try:
             conn: psycopg.Connection[Any] = pg.connect(self._conninfo, **kwargs)
         except pg.Error as exc:
-            raise SessionError(
-                "io", f"cannot connect to PostgreSQL ({_redact(self._conninfo)}): {_first(exc)}"
-            ) from exc
+            failed = _connect_error(
+                "io", "cannot connect to PostgreSQL", self._conninfo, exc, parsed=True
+            )
+        if failed is not None:
+            # Raised here, outside the ``except``: the original error (whose text may quote
+            # the password) is neither the cause nor the context of this one.
+            raise failed
         return conn
 
     def dedicated(self) -> tuple[psycopg.Connection[Any], bool]:
         """``(connection, owned)``: a writer's own connection; ``owned`` is False for the
         user's connection, which is never closed here."""
         if self._conn is not None:
+            check_shared(self._conn)
             return self._conn, False
         return self.connect(application_name=writer_application_name()), True
 
@@ -162,17 +214,20 @@ class Source:
     def borrow(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection for one short operation."""
         if self._conn is not None:
+            check_shared(self._conn)
             yield self._conn
             return
         if self._pool is not None:
-            pg = psycopg_module()
+            failed: SessionError | None = None
             try:
                 cm = self._pool.connection()
                 conn = cm.__enter__()
-            except pg.Error as exc:
-                raise SessionError("io", f"cannot get a pooled connection: {_first(exc)}") from exc
-            except Exception as exc:  # PoolTimeout and friends
-                raise SessionError("io", f"cannot get a pooled connection: {exc}") from exc
+            except Exception as exc:  # psycopg errors, PoolTimeout and friends
+                failed = _connect_error(
+                    "io", "cannot get a pooled connection", self._conninfo or "", exc, parsed=True
+                )
+            if failed is not None:
+                raise failed
             try:
                 yield conn
             except BaseException as exc:
@@ -266,7 +321,166 @@ def _first(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+# -- passwords never reach an error, a log line or a repr ----------------------------------
+
+_URI_RE: Final = re.compile(r"(?i)(postgres(?:ql)?://)([^\s]*)")
+_KV_PASSWORD_RE: Final = re.compile(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)")
+_QUOTED_RE: Final = re.compile(r"\"([^\"]*)\"|'([^']*)'")
+# What libpq's conninfo parser quotes of its own (``missing "=" after ...``, ``matching "]"``,
+# ``(expected ":" or "/")``): kept in the message of a conninfo that does not parse, where
+# every other quoted part (a piece of the conninfo) is left out.
+_LIBPQ_TOKENS: Final = frozenset({"=", "]", ":", "/", "@", "?", "&"})
+# Shorter passwords are blotted out only where a message quotes them, not in free text
+# (where they would blot out pieces of ordinary words).
+_MIN_FREE_SECRET: Final = 4
+
+
 def _redact(conninfo: str) -> str:
-    """``conninfo`` without its password (key=value or URI form)."""
-    out = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", conninfo)
-    return re.sub(r"(postgres(?:ql)?://[^:/@]*:)[^@]*@", r"\1***@", out)
+    """``conninfo`` without its password, in either form: ``password=...`` (quoted or not,
+    any case), a URI's ``user:password@`` (up to the last ``@``: a password may hold an
+    unencoded one) and a URI's ``?password=`` (its name percent-encoded or not)."""
+
+    def uri(m: re.Match[str]) -> str:
+        scheme, rest = m.group(1), m.group(2)
+        at = rest.rfind("@")
+        if at >= 0:
+            userinfo = rest[:at]
+            user, sep, _ = userinfo.partition(":")
+            rest = f"{user}{':***' if sep else ''}{rest[at:]}"
+        base, q, query = rest.partition("?")
+        if q:
+            params = []
+            for param in query.split("&"):
+                key, eq, _ = param.partition("=")
+                if eq and urllib.parse.unquote(key).strip().lower() == "password":
+                    param = f"{key}=***"
+                params.append(param)
+            rest = base + "?" + "&".join(params)
+        return scheme + rest
+
+    out = _URI_RE.sub(uri, conninfo)
+    return _KV_PASSWORD_RE.sub(r"\1***", out)
+
+
+def shown(conninfo: str, *, parsed: bool = True) -> str:
+    """``conninfo`` as errors and reprs show it: without its password (also where a
+    malformed URI put a piece of it in another field); a key=value conninfo that does not
+    parse is not shown at all (where its password ends is anyone's guess)."""
+    if not parsed and _URI_RE.match(conninfo.lstrip()) is None:
+        return "a key=value conninfo that does not parse, not shown"
+    return scrub(_redact(conninfo), conninfo)
+
+
+def _secrets(conninfo: str) -> set[str]:
+    """Every text that may be the password of ``conninfo``, as written and as libpq decodes
+    it (generous: a malformed conninfo has no one right answer)."""
+    found: set[str] = set()
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        password = conninfo_to_dict(conninfo).get("password")
+        if password:
+            found.add(str(password))
+    except Exception:
+        pass
+    for m in _KV_PASSWORD_RE.finditer(conninfo):
+        value = m.group(2)
+        found.add(value)
+        if value.startswith("'"):
+            found.add(re.sub(r"\\(.)", r"\1", value.strip("'")))
+        found.add(urllib.parse.unquote(value))
+    for m in _URI_RE.finditer(conninfo):
+        rest = m.group(2)
+        at = rest.rfind("@")
+        if at >= 0 and ":" in rest[:at]:
+            value = rest[:at].partition(":")[2]
+            found.update((value, urllib.parse.unquote(value)))
+        for param in rest.partition("?")[2].split("&"):
+            key, eq, value = param.partition("=")
+            if eq and urllib.parse.unquote(key).strip().lower() == "password":
+                found.update((value, urllib.parse.unquote(value)))
+    return {s for s in found if s}
+
+
+def scrub(text: str, conninfo: str, *, parsed: bool = True) -> str:
+    """``text`` (an error message) without any password of ``conninfo``.
+
+    Quoted parts (libpq quotes what it echoes) that hold a password, or a piece of one,
+    become ``"***"``; a password of 4 or more characters goes wherever it appears; anything
+    shaped like a conninfo loses its password. When ``conninfo`` does not even parse
+    (``parsed=False``), every quoted part goes: libpq quotes pieces of it, and which of them
+    belongs to the password is anyone's guess.
+    """
+    secrets = _secrets(conninfo)
+
+    def quoted(m: re.Match[str]) -> str:
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        q = '"' if m.group(1) is not None else "'"
+        if not parsed and q == '"' and inner not in _LIBPQ_TOKENS:
+            return f"{q}...{q}"
+        if inner and any(inner in s or s in inner for s in secrets):
+            return f"{q}***{q}"
+        return m.group(0)
+
+    out = _QUOTED_RE.sub(quoted, text)
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_FREE_SECRET:
+            out = out.replace(secret, "***")
+    return _redact(out)
+
+
+def _connect_error(
+    code: str, what: str, conninfo: str, exc: BaseException, *, parsed: bool
+) -> SessionError:
+    """``code``: ``what (conninfo): the first line of exc``, without the password, with a
+    copy of ``exc`` of the same class and scrubbed text as its cause."""
+    detail = scrub(_first(exc), conninfo, parsed=parsed)
+    err = SessionError(code, f"{what} ({shown(conninfo, parsed=parsed)}): {detail}")
+    cause: BaseException
+    try:
+        cause = type(exc)(scrub(str(exc), conninfo, parsed=parsed))
+    except Exception:
+        cause = RuntimeError(detail)
+    err.__cause__ = cause
+    return err
+
+
+def check_conninfo(conninfo: str) -> None:
+    """``invalid_argument`` for a conninfo libpq cannot parse (its message without any piece
+    of the conninfo: libpq quotes a malformed one whole, password included)."""
+    pg = psycopg_module()
+    failed: SessionError | None = None
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(conninfo)
+    except pg.Error as exc:
+        failed = _connect_error(
+            "invalid_argument", "invalid PostgreSQL conninfo", conninfo, exc, parsed=False
+        )
+    if failed is not None:
+        raise failed
+
+
+def check_shared(conn: psycopg.Connection[Any]) -> None:
+    """``invalid_argument`` unless the user's connection ``conn`` commits each statement
+    itself: autocommit on, and no transaction open on it. Each of our writes is its own
+    transaction, committed before the call returns; on a connection with autocommit off
+    it would run inside a transaction nobody commits (and be lost when it closes)."""
+    if conn.closed:
+        return  # psycopg says so (``io``) on first use
+    if not conn.autocommit:
+        raise SessionError(
+            "invalid_argument",
+            "the psycopg connection must be in autocommit mode "
+            "(psycopg.connect(..., autocommit=True)): sessiontree commits each write itself, "
+            "and with autocommit off a write would wait for a commit that never comes",
+        )
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+        raise SessionError(
+            "invalid_argument",
+            "the psycopg connection is inside a transaction: sessiontree commits each write "
+            "itself, so use it outside any transaction block",
+        )

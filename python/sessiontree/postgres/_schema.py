@@ -20,15 +20,15 @@ import threading
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import SessionError
-from ._connect import raise_pg
+from ._connect import ident, raise_pg
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SCHEMA_VERSION", "migrate"]
+__all__ = ["SCHEMA_VERSION", "is_missing", "migrate", "recover"]
 
-# Each migration takes the schema from version i to i + 1; ``{s}`` is the schema name
-# (checked by ``check_schema``: a plain lowercase identifier).
+# Each migration takes the schema from version i to i + 1; ``{s}`` is the schema name,
+# quoted (checked by ``check_schema``: a plain lowercase identifier).
 _MIGRATIONS: Final[tuple[str, ...]] = (
     """
     CREATE TABLE {s}.sessions (
@@ -89,51 +89,99 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 """The schema version this sessiontree writes (and the newest it reads)."""
 
-# (server identity, schema) pairs migrated by this process: checked once each.
+# (server identity, schema) pairs this process found migrated: a writer's open checks
+# each once. A repository checks again when it is made, and every operation that finds
+# the tables gone (a database reset or restored) forgets its pair and migrates again.
 _DONE: set[tuple[str, str]] = set()
 _DONE_LOCK = threading.Lock()
 
+# SQLSTATEs of a schema whose objects are gone: undefined_table, invalid_schema_name,
+# undefined_function (append_rows).
+MISSING_SQLSTATES: Final = ("42P01", "3F000", "42883")
 
-def migrate(conn: psycopg.Connection[Any], schema: str) -> None:
+
+def is_missing(exc: BaseException) -> bool:
+    """True for the error of a statement naming a table, schema or function that is gone."""
+    return getattr(exc, "sqlstate", None) in MISSING_SQLSTATES
+
+
+def _ident(conn: psycopg.Connection[Any], schema: str) -> tuple[str, str]:
+    return (f"{conn.info.host}:{conn.info.port}/{conn.info.dbname}", schema)
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str, *, recheck: bool = False) -> None:
     """Brings ``schema`` to :data:`SCHEMA_VERSION` (creating it), under a transaction-level
     advisory lock so two workers starting at once run each migration exactly once.
+
+    A schema found current is remembered for the process; ``recheck`` asks the server
+    again (a schema dropped since is created again).
 
     Raises:
         SessionError: ``corrupt`` if the schema is at a newer version than this sessiontree
             knows; ``io`` for a server error (permissions, connection).
     """
     psycopg = _psycopg()
-    ident = (f"{conn.info.host}:{conn.info.port}/{conn.info.dbname}", schema)
+    key = _ident(conn, schema)
     with _DONE_LOCK:
-        if ident in _DONE:
+        if recheck:
+            _DONE.discard(key)
+        elif key in _DONE:
             return
+    s = ident(schema)
     try:
-        with conn.transaction():
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"sessiontree-migrate:{schema}",),
-            )
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.schema_version (version integer)")
-            row = conn.execute(f"SELECT max(version) FROM {schema}.schema_version").fetchone()
-            version = 0 if row is None or row[0] is None else int(row[0])
-            if version > SCHEMA_VERSION:
-                raise SessionError(
-                    "corrupt",
-                    f"schema {schema!r} is at version {version}, newer than this sessiontree "
-                    f"knows (up to {SCHEMA_VERSION}): upgrade sessiontree",
+        if not _is_current(conn, schema):
+            with conn.transaction():
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"sessiontree-migrate:{schema}",),
                 )
-            for step in _MIGRATIONS[version:]:
-                conn.execute(step.format(s=schema))
-            if version == 0:
-                _prefer_lz4(conn, schema)
-            if version < SCHEMA_VERSION:
-                conn.execute(f"DELETE FROM {schema}.schema_version")
-                conn.execute(f"INSERT INTO {schema}.schema_version VALUES (%s)", (SCHEMA_VERSION,))
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer)")
+                row = conn.execute(f"SELECT max(version) FROM {s}.schema_version").fetchone()
+                version = 0 if row is None or row[0] is None else int(row[0])
+                if version > SCHEMA_VERSION:
+                    raise SessionError(
+                        "corrupt",
+                        f"schema {schema!r} is at version {version}, newer than this "
+                        f"sessiontree knows (up to {SCHEMA_VERSION}): upgrade sessiontree",
+                    )
+                for step in _MIGRATIONS[version:]:
+                    conn.execute(step.format(s=s))
+                if version == 0:
+                    _prefer_lz4(conn, schema)
+                if version < SCHEMA_VERSION:
+                    conn.execute(f"DELETE FROM {s}.schema_version")
+                    conn.execute(f"INSERT INTO {s}.schema_version VALUES (%s)", (SCHEMA_VERSION,))
     except psycopg.Error as exc:
         raise_pg(f"migrating schema {schema!r}", exc)
     with _DONE_LOCK:
-        _DONE.add(ident)
+        _DONE.add(key)
+
+
+def _is_current(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """True if ``schema`` has its tables and function at :data:`SCHEMA_VERSION`: read
+    only, so a role without CREATE on the database can use a schema made for it."""
+    s = ident(schema)
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL "
+        "AND to_regclass(%s) IS NOT NULL AND to_regproc(%s) IS NOT NULL",
+        (f"{s}.schema_version", f"{s}.sessions", f"{s}.entries", f"{s}.append_rows"),
+    ).fetchone()
+    if not (row and row[0]):
+        return False
+    row = conn.execute(f"SELECT max(version) FROM {s}.schema_version").fetchone()
+    return row is not None and row[0] == SCHEMA_VERSION
+
+
+def recover(conn: psycopg.Connection[Any], schema: str) -> None:
+    """After a statement found the schema's objects gone (``is_missing``): ends the failed
+    transaction of a non-autocommit (pooled) connection and migrates again, so the
+    statement can be retried on a freshly made schema."""
+    from psycopg.pq import TransactionStatus
+
+    if conn.info.transaction_status == TransactionStatus.INERROR:
+        conn.rollback()
+    migrate(conn, schema, recheck=True)
 
 
 def _prefer_lz4(conn: psycopg.Connection[Any], schema: str) -> None:
@@ -143,7 +191,9 @@ def _prefer_lz4(conn: psycopg.Connection[Any], schema: str) -> None:
     psycopg = _psycopg()
     try:
         with conn.transaction():
-            conn.execute(f"ALTER TABLE {schema}.entries ALTER COLUMN line SET COMPRESSION lz4")
+            conn.execute(
+                f"ALTER TABLE {ident(schema)}.entries ALTER COLUMN line SET COMPRESSION lz4"
+            )
     except psycopg.Error:
         pass
 

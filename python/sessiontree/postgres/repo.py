@@ -24,8 +24,15 @@ from ..repo.base import (
 from ..repo.fork import _prepare
 from ..session import Session
 from ..storage import DURABILITY_MODES, Durability, Limits
-from ._connect import Source, check_schema, lock_key, psycopg_module, raise_pg
-from ._schema import migrate
+from ._connect import (
+    Source,
+    check_schema,
+    ident,
+    lock_key,
+    psycopg_module,
+    raise_pg,
+)
+from ._schema import is_missing, migrate, recover
 from .storage import PostgresSessionStorage, _publish, _text
 
 __all__ = ["PostgresSessionRepo"]
@@ -80,7 +87,9 @@ class PostgresSessionRepo(SessionRepo):
         self._limits = limits
         self._source = Source(target)
         with self._source.borrow() as conn:
-            migrate(conn, self._schema)
+            # Checked on the server again, whatever this process saw before: the schema may
+            # have been dropped since (a database reset or restored).
+            migrate(conn, self._schema, recheck=True)
 
     @property
     def schema(self) -> str:
@@ -175,7 +184,7 @@ class PostgresSessionRepo(SessionRepo):
             where = "WHERE cwd_key = %s OR cwd_key = ''"
             params.append(_text(want_cwd))
         query = (
-            f"SELECT {_COLUMNS} FROM {self._schema}.sessions {where} "
+            f"SELECT {_COLUMNS} FROM {ident(self._schema)}.sessions {where} "
             'ORDER BY modified DESC NULLS LAST, created DESC NULLS LAST, (id COLLATE "C") DESC'
         )
         if limit is not None:
@@ -183,7 +192,13 @@ class PostgresSessionRepo(SessionRepo):
             params.append(limit)
         try:
             with self._source.borrow() as conn:
-                rows = conn.execute(query, params).fetchall()
+                try:
+                    rows = conn.execute(query, params).fetchall()
+                except psycopg.Error as exc:
+                    if not is_missing(exc):
+                        raise
+                    recover(conn, self._schema)  # a reset or restored database
+                    rows = conn.execute(query, params).fetchall()
         except psycopg.Error as exc:
             raise_pg("listing sessions", exc)
         return [_metadata_row(r) for r in rows]
@@ -199,8 +214,9 @@ class PostgresSessionRepo(SessionRepo):
         """
         sid = _ref_id(ref)
         psycopg = psycopg_module()
-        try:
-            with self._source.borrow() as conn, conn.transaction():
+
+        def delete(conn: Any) -> None:
+            with conn.transaction():
                 # A transaction-level lock: proves no writer holds the session lock, keeps
                 # a new writer out until the rows are gone, and ends with the transaction.
                 row = conn.execute(
@@ -211,9 +227,21 @@ class PostgresSessionRepo(SessionRepo):
                     raise SessionError(
                         "locked", f"session {sid!r} is open for writing; close it first"
                     )
-                cur = conn.execute(f"DELETE FROM {self._schema}.sessions WHERE id = %s", (sid,))
+                cur = conn.execute(
+                    f"DELETE FROM {ident(self._schema)}.sessions WHERE id = %s", (sid,)
+                )
                 if cur.rowcount == 0:
                     raise SessionError("not_found", f"session {sid!r} not found")
+
+        try:
+            with self._source.borrow() as conn:
+                try:
+                    delete(conn)
+                except psycopg.Error as exc:
+                    if not is_missing(exc):
+                        raise
+                    recover(conn, self._schema)  # a reset or restored database
+                    delete(conn)
         except psycopg.Error as exc:
             raise_pg(f"deleting session {sid!r}", exc)
 
@@ -324,11 +352,16 @@ class PostgresSessionRepo(SessionRepo):
         except SessionError:
             return False
         psycopg = psycopg_module()
+        query = f"SELECT 1 FROM {ident(self._schema)}.sessions WHERE id = %s"
         try:
             with self._source.borrow() as conn:
-                row = conn.execute(
-                    f"SELECT 1 FROM {self._schema}.sessions WHERE id = %s", (sid,)
-                ).fetchone()
+                try:
+                    row = conn.execute(query, (sid,)).fetchone()
+                except psycopg.Error as exc:
+                    if not is_missing(exc):
+                        raise
+                    recover(conn, self._schema)  # a reset or restored database
+                    row = conn.execute(query, (sid,)).fetchone()
         except psycopg.Error as exc:
             raise_pg(f"looking up session {sid!r}", exc)
         return row is not None

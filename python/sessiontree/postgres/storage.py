@@ -17,10 +17,21 @@ from ..model.types import SessionMetadata
 from ..repo.metadata import metadata_of
 from ..storage.base import Durability
 from ..storage.engine import Limits, _check_durability, _EngineStorage, _limits, _make_header
-from ._connect import Source, check_schema, holder_of, lock_key, psycopg_module, raise_pg
+from ._connect import (
+    Source,
+    channel,
+    check_schema,
+    check_shared,
+    check_text,
+    holder_of,
+    ident,
+    lock_key,
+    psycopg_module,
+    raise_pg,
+)
 from ._connect import try_lock as _try_lock
 from ._connect import unlock as _unlock
-from ._schema import migrate
+from ._schema import is_missing, migrate, recover
 
 if TYPE_CHECKING:
     import psycopg
@@ -46,7 +57,16 @@ _SYNCHRONOUS_COMMIT: Final = {"none": "off", "flush": "off", "group": "off", "fs
 
 def _channel(schema: str) -> str:
     """The LISTEN/NOTIFY channel of a schema's appends (the payload is the session id)."""
-    return f"sessiontree_{schema}"
+    return channel(schema)
+
+
+def _gone(schema: str, sid: str, what: str) -> SessionError:
+    """The error of an operation that found the schema's tables gone under an open handle."""
+    return SessionError(
+        "modified_externally",
+        f"{what}: session {sid!r} is gone, and so are schema {schema!r}'s tables (dropped, or "
+        "the database reset or restored); nothing was written. Create or open it again",
+    )
 
 
 class PostgresSessionStorage(_EngineStorage):
@@ -151,6 +171,7 @@ class PostgresSessionStorage(_EngineStorage):
         """A writer's connection, migrated, holding the session's lock; or ``locked``
         (``exists`` when ``creating``: a session someone holds is there already)."""
         psycopg = psycopg_module()
+        check_text(session_id, "session id")  # PostgreSQL's text holds no NUL
         conn, owned = source.dedicated()
         try:
             migrate(conn, schema)
@@ -237,38 +258,56 @@ class PostgresSessionStorage(_EngineStorage):
             raise
         return self
 
-    def _insert_session_row(self, header_line: bytes) -> None:
+    def _insert_session_row(self, header_line: bytes, *, in_transaction: bool = False) -> None:
+        """Inserts the sessions row; ``exists`` if the id is taken. Outside a transaction,
+        tables found gone (a database reset or restored) are made again and the insert
+        retried; inside one, the caller retries."""
         psycopg = psycopg_module()
-        meta = self.session_metadata()
-        assert self._conn is not None
+        conn = self._conn
+        assert conn is not None
         try:
-            cur = self._conn.execute(
-                f"INSERT INTO {self._schema}.sessions (id, header, cwd, cwd_key, name, "
-                "parent_session, created, modified, entry_count, message_count, "
-                "first_message, size_bytes, next_seq, dialect) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO NOTHING",
-                (
-                    self._sid,
-                    header_line,
-                    _text(meta.cwd),
-                    _text(_cwd_key(meta.cwd)),
-                    _text(meta.name),
-                    _text(meta.parent_session),
-                    meta.created,
-                    meta.modified,
-                    meta.entry_count,
-                    meta.message_count,
-                    _text(meta.first_message),
-                    meta.size_bytes,
-                    self._next_seq,
-                    meta.dialect,
-                ),
-            )
+            try:
+                cur = self._insert_session_row_once(conn, header_line)
+            except psycopg.Error as exc:
+                if in_transaction or not is_missing(exc):
+                    raise
+                # The tables are gone (a reset or restored database): make them again.
+                recover(conn, self._schema)
+                cur = self._insert_session_row_once(conn, header_line)
         except psycopg.Error as exc:
+            if in_transaction and is_missing(exc):
+                raise
             raise_pg(f"creating session {self._sid!r}", exc)
         if cur.rowcount != 1:
             raise SessionError("exists", f"session {self._sid!r} already exists")
+
+    def _insert_session_row_once(
+        self, conn: psycopg.Connection[Any], header_line: bytes
+    ) -> psycopg.Cursor[Any]:
+        meta = self.session_metadata()
+        return conn.execute(
+            f"INSERT INTO {ident(self._schema)}.sessions (id, header, cwd, cwd_key, name, "
+            "parent_session, created, modified, entry_count, message_count, "
+            "first_message, size_bytes, next_seq, dialect) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING",
+            (
+                self._sid,
+                header_line,
+                _text(meta.cwd),
+                _text(_cwd_key(meta.cwd)),
+                _text(meta.name),
+                _text(meta.parent_session),
+                meta.created,
+                meta.modified,
+                meta.entry_count,
+                meta.message_count,
+                _text(meta.first_message),
+                meta.size_bytes,
+                self._next_seq,
+                meta.dialect,
+            ),
+        )
 
     @classmethod
     def open(
@@ -308,6 +347,7 @@ class PostgresSessionStorage(_EngineStorage):
             raise SessionError(
                 "invalid_argument", f"session_id must be a str, not {type(session_id).__name__}"
             )
+        check_text(session_id, "session_id")
         source, own = cls._source_of(target)
         conn: psycopg.Connection[Any] | None = None
         owned = False
@@ -384,12 +424,14 @@ class PostgresSessionStorage(_EngineStorage):
     def append_entry(self, entry: SessionTreeEntry) -> None:
         with self._atomic_lock:
             self._check()
+            self._check_connection()
             super().append_entry(entry)
             self._persist_after_append()
 
     def append_message(self, message: AgentMessage) -> MessageEntry:
         with self._atomic_lock:
             self._check()
+            self._check_connection()
             out = super().append_message(message)
             self._persist_after_append()
             return out
@@ -397,8 +439,15 @@ class PostgresSessionStorage(_EngineStorage):
     def set_leaf_id(self, entry_id: str | None) -> None:
         with self._atomic_lock:
             self._check()
+            self._check_connection()
             super().set_leaf_id(entry_id)
             self._persist_after_append()
+
+    def _check_connection(self) -> None:
+        """``invalid_argument`` before a write over the user's connection, if that one no
+        longer commits each statement (autocommit turned off, a transaction opened)."""
+        if self._conn is not None and not self._conn_owned:
+            check_shared(self._conn)
 
     def _persist_after_append(self) -> None:
         if self._durability == "none" and (
@@ -422,10 +471,17 @@ class PostgresSessionStorage(_EngineStorage):
         meta = self.session_metadata()
         conn = self._conn
         assert conn is not None
+        if not self._conn_owned:
+            try:
+                check_shared(conn)
+            except SessionError as exc:
+                # The engine holds entries the server does not: the handle is done.
+                self._failed = exc
+                raise
         try:
             with self._io_lock:
                 conn.execute(
-                    f"SELECT {self._schema}.append_rows(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                    f"SELECT {ident(self._schema)}.append_rows(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
                     "%s, %s, %s)",
                     (
                         self._sid,
@@ -443,7 +499,9 @@ class PostgresSessionStorage(_EngineStorage):
                     ),
                 )
         except psycopg.Error as exc:
-            err = _poison_error(f"appending to session {self._sid!r}", exc)
+            what = f"appending to session {self._sid!r}"
+            err = _gone(self._schema, self._sid, what) if is_missing(exc) else None
+            err = err or _poison_error(what, exc)
             self._failed = err
             raise err from exc
         self._next_seq += len(idxs)
@@ -478,7 +536,7 @@ class PostgresSessionStorage(_EngineStorage):
             try:
                 with self._source.borrow() as conn:
                     row = conn.execute(
-                        f"SELECT next_seq FROM {self._schema}.sessions WHERE id = %s",
+                        f"SELECT next_seq FROM {ident(self._schema)}.sessions WHERE id = %s",
                         (self._sid,),
                     ).fetchone()
                     if row is None or int(row[0]) < self._next_seq:
@@ -489,6 +547,8 @@ class PostgresSessionStorage(_EngineStorage):
                     end = int(row[0])
                     chunks = _fetch_lines(conn, self._schema, self._sid, self._next_seq, end)
             except psycopg.Error as exc:
+                if is_missing(exc):
+                    raise _gone(self._schema, self._sid, "refreshing") from exc
                 raise_pg(f"refreshing session {self._sid!r}", exc)
             before = len(self._engine)
             for chunk in chunks:
@@ -522,7 +582,7 @@ class PostgresSessionStorage(_EngineStorage):
         try:
             if self._listener is None:
                 listener = self._source.connect()
-                listener.execute(f"LISTEN {_channel(self._schema)}")
+                listener.execute(f'LISTEN "{_channel(self._schema)}"')
                 self._listener = listener
         except psycopg.Error as exc:
             raise_pg("listening for new entries", exc)
@@ -658,7 +718,7 @@ def _fetch_lines(
     newlines on the server (rows hold no newline: a CHECK constraint)."""
     chunks: list[bytes] = []
     query = (
-        f"SELECT string_agg(line, '\\x0a'::bytea ORDER BY seq) FROM {schema}.entries "
+        f"SELECT string_agg(line, '\\x0a'::bytea ORDER BY seq) FROM {ident(schema)}.entries "
         "WHERE session_id = %s AND seq >= %s AND seq < %s"
     )
     for a in range(start, end, FETCH_ROWS):
@@ -673,12 +733,17 @@ def _fetch_document(
 ) -> tuple[int, bytes]:
     """``(next_seq, the session's JSONL document)``, or ``not_found``."""
     psycopg = psycopg_module()
+    query = f"SELECT header, next_seq FROM {ident(schema)}.sessions WHERE id = %s"
     try:
-        row = conn.execute(
-            f"SELECT header, next_seq FROM {schema}.sessions WHERE id = %s",
-            (session_id,),
-            binary=True,
-        ).fetchone()
+        try:
+            row = conn.execute(query, (session_id,), binary=True).fetchone()
+        except psycopg.Error as exc:
+            if not is_missing(exc):
+                raise
+            # The tables are gone (a reset or restored database): make them again, so the
+            # answer is ``not_found`` and later creates work.
+            recover(conn, schema)
+            row = conn.execute(query, (session_id,), binary=True).fetchone()
         if row is None:
             raise SessionError("not_found", f"session {session_id!r} not found")
         header, next_seq = bytes(row[0]), int(row[1])
@@ -744,17 +809,30 @@ def _publish(
         next_seq=len(rows),
         notify=notify,
     )
-    try:
+    q = ident(schema)
+
+    def write() -> None:
         with conn.transaction():
-            self._insert_session_row(header_line)
+            self._insert_session_row(header_line, in_transaction=True)
             conn.execute(
-                f"INSERT INTO {schema}.entries (session_id, seq, entry_id, type, line) "
+                f"INSERT INTO {q}.entries (session_id, seq, entry_id, type, line) "
                 "SELECT %s, u.o - 1, u.i, u.t, coalesce(u.l, e.line) "
                 "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bytea[]) "
                 "WITH ORDINALITY AS u (s, i, t, l, o) "
-                f"LEFT JOIN {schema}.entries e ON e.session_id = %s AND e.seq = u.s",
+                f"LEFT JOIN {q}.entries e ON e.session_id = %s AND e.seq = u.s",
                 (engine.session_id, seqs, ids, types, sent, copy_from),
             )
+
+    try:
+        try:
+            write()
+        except psycopg.Error as exc:
+            # Tables found gone (a reset or restored database): made again, written again
+            # (a fork's source went with them: ``not_found`` came before this).
+            if not is_missing(exc):
+                raise
+            recover(conn, schema)
+            write()
     except psycopg.Error as exc:
         self._release()
         raise_pg(f"writing session {engine.session_id!r}", exc)
