@@ -159,13 +159,19 @@ def test_repair_clean_keeps_a_pi_file_in_pis_dialect(cli: Runner, tmp_path: Path
     assert_pi_dialect(path)
 
 
-def test_repair_clean_keeps_a_pi_v1_file_pis_but_as_v3(cli: Runner, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fixture", ["g-v1.jsonl", "g-v1-branched.jsonl"])
+def test_repair_clean_keeps_a_pi_v1_file_pis_but_as_v3(
+    cli: Runner, tmp_path: Path, fixture: str
+) -> None:
     path = tmp_path / "v1.jsonl"
-    shutil.copyfile(PI_FIXTURES / "g-v1.jsonl", path)
+    shutil.copyfile(PI_FIXTURES / fixture, path)
     out = tmp_path / "v3.jsonl"
     doc = parse_json(cli("repair", path, "--clean", "-o", out, "--json"))
-    assert doc["after"]["entry_count"] == EXPECTED["g-v1.jsonl"]["entryCount"]
+    assert doc["after"]["entry_count"] == EXPECTED[fixture]["entryCount"]
     assert_pi_dialect(doc["output"])
+    # Header fields pi keeps (v1's branchedFrom) are kept too.
+    extra = {k: v for k, v in lines(path)[0].items() if k == "branchedFrom"}
+    assert extra.items() <= lines(out)[0].items()
 
 
 def test_export_jsonl_of_a_pi_file_is_what_fork_at_writes(cli: Runner, pi_root: Path) -> None:

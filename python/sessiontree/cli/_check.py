@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from .. import JsonlSessionStorage, SessionError
-from ._output import Output, open_output, safe_text
+from ._output import Output, open_output
 from ._target import SUFFIX, Options, open_readonly, plural, repo_dir, resolve, shown
 
 SCHEMA = "check"
@@ -141,7 +141,7 @@ def _text(out: Output, row: dict[str, Any]) -> None:
         err = row["error"]
         out.line(
             f"{name}: "
-            + out.paint(f"refused: {err['code']}: {safe_text(err['message'])}", "bold red")
+            + out.paint(f"refused: {err['code']}: {shown(err['message'])}", "bold red")
         )
         return
     n = row["entry_count"]
@@ -164,7 +164,7 @@ def _text(out: Output, row: dict[str, Any]) -> None:
         out.line(
             f"  line {i['line']:,} (byte {i['offset']:,}): "
             + out.paint(i["kind"], "yellow")
-            + f" — {safe_text(i['message'])}"
+            + f" — {shown(i['message'])}"
         )
     if row["torn_tail_bytes"]:
         out.line(
@@ -178,6 +178,6 @@ def _text(out: Output, row: dict[str, Any]) -> None:
     if row["error"] is not None:
         out.line(
             out.paint(
-                f"  strict: {row['error']['code']}: {safe_text(row['error']['message'])}", "red"
+                f"  strict: {row['error']['code']}: {shown(row['error']['message'])}", "red"
             )
         )

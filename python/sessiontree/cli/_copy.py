@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Final, Literal
 
 from .. import (
@@ -26,6 +26,7 @@ from .. import (
     entry_from_dict,
     entry_to_dict,
 )
+from ..model.entries import FORMAT_VERSION, header_from_dict, header_to_dict
 
 _TMP_PREFIX: Final = ".sessiontree-write-"
 
@@ -39,14 +40,13 @@ def dialect_of(storage: object) -> Dialect:
 
 
 def header_copy(header: SessionHeader, *, session_id: str | None = None) -> SessionHeader:
-    """``header`` in this format's current version (a pi v1/v2 header becomes v3)."""
-    return SessionHeader(
-        id=header.id if session_id is None else session_id,
-        timestamp=header.timestamp,
-        cwd=header.cwd,
-        parent_session=header.parent_session,
-        metadata=header.metadata,
-    )
+    """``header`` in this format's current version (a pi v1/v2 header becomes v3), with
+    the fields no reader knows (pi v1's ``branchedFrom``) kept."""
+    fields = dict(header_to_dict(header))
+    fields["version"] = FORMAT_VERSION
+    if session_id is not None:
+        fields["id"] = session_id
+    return header_from_dict(fields)
 
 
 def _fixed(entry: SessionTreeEntry, known: set[str]) -> SessionTreeEntry:
@@ -104,7 +104,6 @@ def write_session(
     *,
     leaf_id: str | None = None,
     replace: bool = False,
-    after: Callable[[JsonlSessionStorage], None] | None = None,
     dialect: Dialect = "sessiontree",
 ) -> int:
     """Writes a new session file ``dest`` atomically; returns the number of entries.
@@ -117,7 +116,6 @@ def write_session(
             entries leave it elsewhere (``None``: wherever they leave it).
         replace: rename over ``dest`` (``repair --in-place``, after the caller kept the
             original).
-        after: called with the new storage once the entries are in, to append more.
         dialect: the dialect to write (the source's: see :func:`dialect_of`); ``"pi"``
             writes a pi v3 file.
     """
@@ -133,8 +131,6 @@ def write_session(
     try:
         try:
             n = copy_entries(entries, storage)
-            if after is not None:
-                after(storage)
             if leaf_id is not None and storage.get_leaf_id() != leaf_id:
                 storage.set_leaf_id(leaf_id)
             storage.flush()

@@ -17,7 +17,7 @@ from typing import Any
 from .. import SessionError
 from ._check import check_file
 from ._copy import dialect_of, header_copy, write_session
-from ._output import open_output, safe_text
+from ._output import open_output
 from ._postgres import is_copy
 from ._target import Options, open_readonly, open_writer, plural, resolve, shown
 
@@ -148,7 +148,7 @@ def _report(args: argparse.Namespace, opts: Options, doc: dict[str, Any], status
             err = before["error"]
             out.line(
                 f"{shown(doc['path'])}: "
-                + out.paint(f"refused: {err['code']}: {safe_text(err['message'])}", "bold red")
+                + out.paint(f"refused: {err['code']}: {shown(err['message'])}", "bold red")
             )
             out.line("  nothing was changed")
             return status
