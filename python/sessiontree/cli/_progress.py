@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final, TypeVar
 
+from ._output import safe_line
+
 T = TypeVar("T")
 
 PROGRESS_BYTES: Final = 50_000_000
@@ -93,8 +95,8 @@ def _bar(label: str, total: int, color: bool) -> Iterator[Callable[[int | None],
     try:
         from rich.console import Console
     except ImportError:  # a plain install, without the `cli` extra
-        with _plain_bar(label, total) as update:
-            yield update
+        with _plain_bar(label, total) as plain:
+            yield plain
         return
     from rich.progress import (
         BarColumn,
@@ -120,7 +122,9 @@ def _bar(label: str, total: int, color: bool) -> Iterator[Callable[[int | None],
         transient=True,
         auto_refresh=False,
     )
-    task = progress.add_task(label, total=total)
+    from rich.markup import escape
+
+    task = progress.add_task(escape(label), total=total)
     progress.start()
     progress.refresh()
 
@@ -141,7 +145,8 @@ def _bar(label: str, total: int, color: bool) -> Iterator[Callable[[int | None],
 
 def with_progress(path: str, size: int, color: bool, load: Callable[[], T]) -> T:
     """Runs ``load()`` (which opens ``path``) with a bar on stderr until it returns."""
-    label = f"Reading {os.path.basename(path)}"
+    # The file's name as text, never as terminal controls or rich markup.
+    label = f"Reading {safe_line(os.path.basename(path))}"
     done = threading.Event()
     with _bar(label, size, color) as update:
 
