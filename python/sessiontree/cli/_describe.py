@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .. import (
+    BASH_EXECUTION_ROLE,
     ActiveToolsChangeEntry,
     AgentMessage,
     AssistantMessage,
@@ -66,6 +67,8 @@ KIND_STYLES: Final[dict[str, str]] = {
     "model": "grey",
     "thinking": "grey",
     "tools": "grey",
+    "bash": "yellow",
+    BASH_EXECUTION_ROLE: "yellow",
 }
 
 
@@ -74,6 +77,34 @@ def kind_of(entry: SessionTreeEntry) -> str:
     if isinstance(entry, MessageEntry):
         return entry.message.role
     return KIND_NAMES.get(entry.type, entry.type)
+
+
+def bash_run(message: AgentMessage) -> dict[str, Any] | None:
+    """The fields of pi's shell run (``!cmd``) when ``message`` is one (an
+    :class:`UnknownMessage` of role ``bash_execution``), else None."""
+    if isinstance(message, UnknownMessage) and message.role == BASH_EXECUTION_ROLE:
+        return message.data
+    return None
+
+
+def bash_status(run: dict[str, Any]) -> list[str]:
+    """What a shell run's flags say, in words: ``exit 101``, ``cancelled``, ``output
+    truncated``, ``not sent to the model``."""
+    parts: list[str] = []
+    code = run.get("exit_code")
+    if run.get("cancelled"):
+        parts.append("cancelled")
+    if code is not None:
+        parts.append(f"exit {code}")
+    if run.get("truncated"):
+        parts.append("output truncated")
+    if run.get("exclude_from_context"):
+        parts.append("not sent to the model")
+    return parts
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else str(value)
 
 
 def blocks_text(content: str | Sequence[Any], *, images: bool = True) -> str:
@@ -89,9 +120,10 @@ def blocks_text(content: str | Sequence[Any], *, images: bool = True) -> str:
     return "\n".join(parts)
 
 
-def tool_call_text(call: ToolCall, limit: int = 200) -> str:
+def tool_call_text(call: ToolCall, limit: int | None = 200) -> str:
+    """``name({"arg": …})``, the arguments cut to ``limit`` characters (None: all)."""
     args = json.dumps(call.arguments, ensure_ascii=False, separators=(", ", ": "))
-    if len(args) > limit:
+    if limit is not None and len(args) > limit:
         args = args[: limit - 1] + "…"
     return f"{call.name}({args})"
 
@@ -112,8 +144,10 @@ def message_text(message: AgentMessage) -> str:
         return blocks_text(message.content)
     if isinstance(message, (CompactionSummaryMessage, BranchSummaryMessage)):
         return message.summary
-    if isinstance(message, UnknownMessage):
-        return ""
+    run = bash_run(message)
+    if run is not None:
+        output = _str(run.get("output"))
+        return f"$ {_str(run.get('command'))}" + (f"\n{output}" if output else "")
     return ""
 
 
@@ -134,29 +168,38 @@ def _line(text: str, limit: int) -> str:
 
 def entry_text(entry: SessionTreeEntry, limit: int = 1000) -> str:
     """One line saying what ``entry`` is about (without its kind), at most about
-    ``limit`` characters."""
+    ``limit`` characters, safe to print: whitespace runs are one space and controls show
+    as ``\\x..`` (see :func:`~sessiontree.cli._output.one_line`)."""
     one_line = functools.partial(_line, limit=limit)
     if isinstance(entry, MessageEntry):
         m = entry.message
         text = one_line(message_text(m))
         if isinstance(m, ToolResultMessage):
             mark = "✗ " if m.is_error else ""
-            return f"{mark}{m.tool_name}: {text}" if text else f"{mark}{m.tool_name}"
+            name = _one_line(m.tool_name)
+            return f"{mark}{name}: {text}" if text else f"{mark}{name}"
         if isinstance(m, AssistantMessage) and m.stop_reason in ("error", "aborted"):
             return f"[{m.stop_reason}] {text}".rstrip()
+        run = bash_run(m)
+        if run is not None:
+            status = bash_status(run)
+            command = one_line(_str(run.get("command")))
+            output = one_line(_str(run.get("output")))
+            head = " · ".join([f"$ {command}", *status])
+            return f"{head}: {output}" if output else head
         if isinstance(m, UnknownMessage):
-            return f"(role {m.role})"
+            return f"(role {_one_line(m.role)})"
         if isinstance(m, CustomMessage):
-            return f"{m.custom_type}: {text}"
+            return f"{_one_line(m.custom_type)}: {text}"
         return text
     if isinstance(entry, ModelChangeEntry):
-        return f"{entry.provider}/{entry.model_id}"
+        return _one_line(f"{entry.provider}/{entry.model_id}")
     if isinstance(entry, ThinkingLevelChangeEntry):
-        return entry.thinking_level
+        return _one_line(entry.thinking_level)
     if isinstance(entry, ActiveToolsChangeEntry):
-        return ", ".join(entry.active_tool_names) or "(none)"
+        return _one_line(", ".join(entry.active_tool_names)) or "(none)"
     if isinstance(entry, CompactionEntry):
-        kept = entry.first_kept_entry_id or "—"
+        kept = _one_line(entry.first_kept_entry_id or "—")
         tail = ", retained tail" if entry.retained_tail is not None else ""
         return (
             f"{entry.tokens_before:,} tokens summarised, kept from {kept}{tail}: "
@@ -165,19 +208,16 @@ def entry_text(entry: SessionTreeEntry, limit: int = 1000) -> str:
     if isinstance(entry, BranchSummaryEntry):
         return one_line(entry.summary)
     if isinstance(entry, CustomEntry):
-        return entry.custom_type
+        return _one_line(entry.custom_type)
     if isinstance(entry, CustomMessageEntry):
-        return f"{entry.custom_type}: {one_line(blocks_text(entry.content))}"
+        return f"{_one_line(entry.custom_type)}: {one_line(blocks_text(entry.content))}"
     if isinstance(entry, LabelEntry):
-        return (
-            f"{entry.label!r} → {entry.target_id}"
-            if entry.label
-            else f"cleared → {entry.target_id}"
-        )
+        target = _one_line(entry.target_id)
+        return f"'{one_line(entry.label)}' → {target}" if entry.label else f"cleared → {target}"
     if isinstance(entry, SessionInfoEntry):
-        return entry.name or "(cleared)"
+        return one_line(entry.name) if entry.name else "(cleared)"
     if isinstance(entry, LeafEntry):
-        return f"→ {entry.target_id or '(before the first entry)'}"
+        return f"→ {_one_line(entry.target_id or '(before the first entry)')}"
     if isinstance(entry, UnknownEntry):
         return "(unknown entry type)"
     return ""

@@ -26,6 +26,7 @@ import sys
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO, Any, Final
 
 # SGR parameters by style name; styles combine with spaces ("bold cyan").
@@ -108,19 +109,112 @@ def fit(text: str, cells: int) -> str:
     return "".join(out)
 
 
-_CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Terminal controls: the C0 set, DEL and the C1 set (0x9b is a one-byte CSI).
+_CONTROLS: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+# The same but tab and newline, which a multi-line text keeps.
+_CONTROLS_BUT_LAYOUT: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()):02x}"
 
 
 def safe_text(text: str) -> str:
-    """``text`` with terminal controls (ESC, the C0 set but tab and newline, DEL, C1) made
-    visible as ``\\x..``: session content must never drive the terminal."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` (a message, a tool's output: several lines) with every terminal control
+    but tab and newline — ESC, BEL, CR, the rest of C0, DEL, the C1 set — made visible as
+    ``\\x..`` (ESC shows as ``\\x1b``): session content must never drive the terminal.
+
+    >>> safe_text("a\\x1b[2Jb\\n")
+    'a\\\\x1b[2Jb\\n'
+    """
+    return _CONTROLS_BUT_LAYOUT.sub(_escape, text)
+
+
+def safe_line(text: str) -> str:
+    """``text`` (a name, label, model, path: one line) with every control, tab and
+    newline included, made visible as ``\\x..``, so it stays one line and cannot drive
+    the terminal.
+
+    >>> safe_line("name\\x1b]0;TITLE\\x07\\n")
+    'name\\\\x1b]0;TITLE\\\\x07\\\\x0a'
+    """
+    return _CONTROLS.sub(_escape, text)
 
 
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space and the
-    terminal controls dropped, so a message cannot move the cursor."""
-    return " ".join(_CONTROLS.sub("", text).split())
+    """``text`` as a one-line preview: every run of whitespace (newlines included) made
+    one space, and the remaining controls made visible as ``\\x..`` (as :func:`safe_line`
+    does), so a message cannot move the cursor."""
+    return _CONTROLS.sub(_escape, " ".join(text.split()))
+
+
+@dataclass(frozen=True)
+class Clip:
+    """What :func:`clip` kept of a text, and what it left out.
+
+    Attributes:
+        text: the kept head (whole lines, the last one possibly cut).
+        more_lines: lines after the last kept one.
+        more_chars: characters left out (the cut line's rest included).
+        cut_line: whether the last kept line was cut in the middle.
+    """
+
+    text: str
+    more_lines: int = 0
+    more_chars: int = 0
+    cut_line: bool = False
+
+    @property
+    def cut(self) -> bool:
+        return self.more_chars > 0
+
+    def note(self) -> str:
+        """``… 3 more lines (--full shows them)`` (empty when nothing was cut)."""
+        if not self.cut:
+            return ""
+        parts = []
+        if self.more_lines:
+            parts.append(f"{self.more_lines:,} more line{'s' if self.more_lines != 1 else ''}")
+        if self.cut_line or not self.more_lines:
+            parts.append(f"{self.more_chars:,} more characters")
+        return f"… {', '.join(parts)} (--full shows them)"
+
+
+def clip(text: str, lines: int, chars: int) -> Clip:
+    """The first ``lines`` lines of ``text``, and of them at most ``chars`` characters; the
+    rest is only counted (at C speed), so a text of 100 MB costs what its head costs.
+
+    A line cut in the middle ends in ``…``.
+
+    >>> clip("a\\nb\\nc", 2, 100)
+    Clip(text='a\\nb', more_lines=1, more_chars=1, cut_line=False)
+    >>> clip("x" * 10, 5, 4)
+    Clip(text='xxxx…', more_lines=0, more_chars=6, cut_line=True)
+    """
+    n = 0
+    start = 0  # where the line after the n-th newline begins
+    while n < lines:
+        nl = text.find("\n", start, chars + 1)
+        if nl < 0:
+            break
+        n += 1
+        start = nl + 1
+    if n == lines or start > chars:  # whole lines up to a newline
+        end = start - 1
+        if end < 0 or end + 1 >= len(text):
+            return Clip(text)
+        rest = len(text) - end - 1
+        more = text.count("\n", end + 1) + (0 if text.endswith("\n") else 1)
+        return Clip(text[:end], more, rest, False)
+    if len(text) <= chars:
+        return Clip(text)
+    after = text.count("\n", chars)
+    more = after - 1 if text.endswith("\n") else after
+    return Clip(text[:chars] + "…", max(more, 0), len(text) - chars, True)
+
+
+# Lines longer than this are escaped and written in slices of this many characters.
+_SLICE: Final = 1 << 16
 
 
 class Output:
@@ -150,6 +244,30 @@ class Output:
 
     def write(self, text: str) -> None:
         self.stream.write(text)
+
+    def text(self, text: str, *, style: str | None = None, indent: str = "") -> None:
+        """Writes ``text`` (several lines, from the session) line by line, each with
+        ``indent`` and ``style``, its controls shown as ``\\x..`` (:func:`safe_text`;
+        a ``\\r\\n`` ends a line as ``\\n`` does).
+
+        Nothing is built whole: lines go out as they are cut from ``text``, and a line of
+        megabytes in slices, so ``| head`` stops it after its first slice.
+        """
+        n = len(text)
+        pos = 0
+        while pos < n:
+            nl = text.find("\n", pos)
+            end = n if nl < 0 else nl
+            stop = end - 1 if end > pos and text[end - 1] == "\r" and nl >= 0 else end
+            if stop - pos <= _SLICE:
+                self.stream.write(self.paint(indent + safe_text(text[pos:stop]), style) + "\n")
+            else:
+                self.stream.write(indent)
+                for i in range(pos, stop, _SLICE):
+                    piece = safe_text(text[i : min(i + _SLICE, stop)])
+                    self.stream.write(self.paint(piece, style))
+                self.stream.write("\n")
+            pos = end + 1
 
     def json(self, doc: Any) -> None:
         """One JSON document, pretty-printed, UTF-8 (non-ASCII kept)."""

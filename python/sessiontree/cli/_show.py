@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from .. import (
@@ -14,7 +15,6 @@ from .. import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
     CustomMessage,
-    ImageContent,
     MessageEntry,
     Session,
     SessionError,
@@ -30,21 +30,57 @@ from .. import (
     message_to_dict,
     session_entry_to_context_messages,
 )
-from ._describe import KIND_STYLES, blocks_text, entry_text, kind_of, tool_call_text
-from ._output import ROLE_STYLES, Output, open_output, safe_text
+from ._describe import (
+    KIND_STYLES,
+    bash_run,
+    bash_status,
+    blocks_text,
+    entry_text,
+    kind_of,
+    tool_call_text,
+)
+from ._output import ROLE_STYLES, Clip, Output, clip, open_output, safe_line, safe_text
 from ._target import Options, open_readonly, resolve
 
 SCHEMA = "show"
 
-# Folded blocks show this many lines before "… N more lines".
+# Folded blocks (tool output, data) show this many lines, and of them at most FOLD_CHARS
+# characters, before "… N more lines (--full shows them)".
 FOLD_LINES: Final = 3
+FOLD_CHARS: Final = 600
+# Every other text (a message, an unfolded block) is cut after this many lines or
+# characters unless --full: a message of 100 MB is a screen, not 100 MB on the terminal.
+TEXT_LINES: Final = 60
+TEXT_CHARS: Final = 6_000
+# Markdown is rendered (on a terminal) only for texts up to this many characters.
+RICH_CHARS: Final = 200_000
+# What the kind column calls a role (pi's shell runs are `bash`).
+ROLE_NAMES: Final = {"bash_execution": "bash"}
+
+
+@dataclass(frozen=True)
+class _View:
+    """How much is shown: ``fold`` folds thinking and tool output; ``cut`` cuts every
+    other long text (both off with --full)."""
+
+    fold: bool
+    cut: bool
+
+    def clip(self, text: str, *, foldable: bool = True) -> Clip:
+        if self.fold and foldable:
+            return clip(text, FOLD_LINES, FOLD_CHARS)
+        if self.cut:
+            return clip(text, TEXT_LINES, TEXT_CHARS)
+        return Clip(text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session", nargs="?", metavar="SESSION")
     p.add_argument("entry", nargs="?", metavar="ID", help="show this entry instead")
     p.add_argument(
-        "--full", action="store_true", help="unfold thinking and tool output (never cut text)"
+        "--full",
+        action="store_true",
+        help="unfold thinking and tool output, and never cut long texts",
     )
     p.add_argument("--raw", action="store_true", help="with ID: the entry's JSON line")
     p.add_argument(
@@ -99,30 +135,32 @@ def _show_entry(
             )
         return 0
     with open_output(color_mode=opts.color, pager=opts.pager) as out:
-        _entry_block(out, entry, label, full=True)
+        # One entry: thinking and tool output unfolded, long texts cut unless --full.
+        _entry_block(out, entry, label, _View(fold=False, cut=not args.full))
         kids = session.storage.get_children(entry.id)
         if kids:
-            out.line(out.paint(f"children: {', '.join(c.id for c in kids)}", "grey"))
+            children = safe_line(", ".join(c.id for c in kids))
+            out.line(out.paint(f"children: {children}", "grey"))
     return 0
 
 
-def _entry_block(out: Output, entry: SessionTreeEntry, label: str | None, *, full: bool) -> None:
+def _entry_block(out: Output, entry: SessionTreeEntry, label: str | None, view: _View) -> None:
     kind = kind_of(entry)
-    head = f"── {kind} · {entry.id} · {entry.timestamp}"
+    head = f"── {ROLE_NAMES.get(kind, kind)} · {entry.id} · {entry.timestamp}"
     if label:
         head += f" · [{label}]"
     if isinstance(entry, MessageEntry):
-        _message(out, entry.message, full=full, head=head)
+        _message(out, entry.message, view=view, head=head)
         return
-    out.line(out.paint(head, KIND_STYLES.get(kind, "bold")))
-    out.line(safe_text(entry_text(entry)))
+    out.line(out.paint(safe_line(head), KIND_STYLES.get(kind, "bold")))
+    out.line(safe_line(entry_text(entry)))
     data = entry_to_dict(entry)
     for key in ("summary", "details", "data", "content"):
         value = data.get(key)
-        if value is None or (key == "summary" and not full):
+        if value is None or (key == "summary" and view.fold):
             continue
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-        _body(out, f"{key}:\n{text}" if key != "summary" else text, fold=not full, style=None)
+        _body(out, f"{key}:\n{text}" if key != "summary" else text, view=view, style=None)
     out.line()
 
 
@@ -147,10 +185,15 @@ def _show_branch(
             )
         return 0
     with open_output(color_mode=opts.color, pager=opts.pager) as out:
-        out.line(out.paint(f"Branch to {entry.id}: {len(entries):,} entries from the root", "bold"))
+        out.line(
+            out.paint(
+                safe_line(f"Branch to {entry.id}: {len(entries):,} entries from the root"), "bold"
+            )
+        )
         out.line()
+        view = _View(fold=not args.full, cut=not args.full)
         for e in entries:
-            _entry_block(out, e, labels.get(e.id), full=args.full)
+            _entry_block(out, e, labels.get(e.id), view)
     return 0
 
 
@@ -218,27 +261,33 @@ def _show_context(args: argparse.Namespace, opts: Options, session: Session) -> 
         tools = ", ".join(ctx.active_tool_names) if ctx.active_tool_names is not None else "—"
         out.line(
             out.paint(
-                f"Context of {name + ' · ' if name else ''}session {session.id} · "
-                f"leaf {leaf or '—'}",
+                safe_line(
+                    f"Context of {name + ' · ' if name else ''}session {session.id} · "
+                    f"leaf {leaf or '—'}"
+                ),
                 "bold",
             )
         )
         out.line(
             out.paint(
-                f"{count:,} messages · model {model_text} · thinking {ctx.thinking_level} · "
-                f"tools {tools}",
+                safe_line(
+                    f"{count:,} messages · model {model_text} · thinking {ctx.thinking_level} · "
+                    f"tools {tools}"
+                ),
                 "grey",
             )
         )
         out.line()
         results = _tool_results(pairs)
         paired = set(results)
+        view = _View(fold=not args.full, cut=not args.full)
         for entry, msgs in pairs:
             for m in msgs:
                 if isinstance(m, ToolResultMessage) and m.tool_call_id in paired:
                     continue  # shown under its call
-                head = f"── {m.role} · {entry.id} · {entry.timestamp}"
-                _message(out, m, full=args.full, head=head, results=results)
+                role = ROLE_NAMES.get(m.role, m.role)
+                head = f"── {role} · {entry.id} · {entry.timestamp}"
+                _message(out, m, view=view, head=head, results=results)
     return 0
 
 
@@ -260,27 +309,30 @@ def _message(
     out: Output,
     m: AgentMessage,
     *,
-    full: bool,
+    view: _View,
     head: str,
     results: dict[str, ToolResultMessage] | None = None,
 ) -> None:
-    style = ROLE_STYLES.get(m.role, "bold")
+    """One message: its head line (``head`` plus what the message adds, every field of it
+    escaped), then its text, cut or folded as ``view`` says."""
+    run = bash_run(m)
+    style = ROLE_STYLES.get("bash" if run is not None else m.role, "bold")
     if isinstance(m, AssistantMessage):
         extra = f" · {m.provider}/{m.model}"
         if m.usage.total_tokens:
             extra += f" · {m.usage.input:,} in / {m.usage.output:,} out"
         if m.stop_reason != "stop":
             extra += f" · {m.stop_reason}"
-        out.line(out.paint(head + extra, style))
+        out.line(out.paint(safe_line(head + extra), style))
         for block in m.content:
             if isinstance(block, TextContent):
-                _text(out, block.text)
+                _text(out, block.text, view)
             elif isinstance(block, ThinkingContent):
                 if block.redacted:
                     out.line(out.paint("  ▸ thinking (redacted)", "dim italic"))
-                elif full:
+                elif not view.fold:
                     out.line(out.paint("  ▾ thinking", "dim italic"))
-                    _body(out, block.thinking, fold=False, style="dim italic")
+                    _body(out, block.thinking, view=view, style="dim italic")
                 else:
                     out.line(
                         out.paint(
@@ -289,31 +341,58 @@ def _message(
                         )
                     )
             elif isinstance(block, ToolCall):
-                out.line(
-                    out.paint(
-                        f"  → {safe_text(tool_call_text(block, 10_000 if full else 160))}", "yellow"
-                    )
-                )
+                limit = 160 if view.fold else TEXT_CHARS if view.cut else None
+                call = tool_call_text(block, limit)
+                out.line(out.paint(f"  → {safe_line(call)}", "yellow"))
                 result = (results or {}).get(block.id)
                 if result is not None:
-                    _tool_result(out, result, full=full, nested=True)
+                    _tool_result(out, result, view=view, nested=True)
         if m.error_message:
-            out.line(out.paint(f"  error: {safe_text(m.error_message)}", "red"))
+            _body(out, m.error_message, view=view, style="red", first="  error: ", foldable=False)
         out.line()
         return
     if isinstance(m, ToolResultMessage):
-        out.line(out.paint(head + f" · {m.tool_name} · {m.tool_call_id}", style))
-        _tool_result(out, m, full=full, nested=False)
+        out.line(out.paint(safe_line(head + f" · {m.tool_name} · {m.tool_call_id}"), style))
+        _tool_result(out, m, view=view, nested=False)
         out.line()
         return
-    out.line(out.paint(head + _role_extra(m), style))
+    if run is not None:
+        _bash(out, run, view=view, head=head, style=style)
+        out.line()
+        return
+    out.line(out.paint(safe_line(head + _role_extra(m)), style))
     if isinstance(m, (UserMessage, CustomMessage)):
-        _text(out, blocks_text(m.content))
+        _text(out, blocks_text(m.content), view)
     elif isinstance(m, (CompactionSummaryMessage, BranchSummaryMessage)):
-        _text(out, m.summary)
+        _text(out, m.summary, view)
     elif isinstance(m, UnknownMessage):
-        _body(out, json.dumps(m.data, ensure_ascii=False, indent=2), fold=not full, style="dim")
+        _body(out, json.dumps(m.data, ensure_ascii=False, indent=2), view=view, style="dim")
     out.line()
+
+
+def _bash(out: Output, run: dict[str, Any], *, view: _View, head: str, style: str) -> None:
+    """pi's shell run (``!cmd``) as one: ``$ command``, its output (folded as a tool's
+    output is), and its exit code and flags in the head line."""
+    status = bash_status(run)
+    out.line(out.paint(safe_line(" · ".join([head, *status])), style))
+    command = run.get("command")
+    _body(
+        out,
+        command if isinstance(command, str) else json.dumps(command),
+        view=view,
+        style="bold",
+        first="  $ ",
+        indent="    ",
+        foldable=False,
+    )
+    output = run.get("output")
+    if isinstance(output, str) and output:
+        _body(out, output, view=view, style=None)
+    else:
+        out.line(out.paint("  (no output)", "dim"))
+    path = run.get("full_output_path")
+    if run.get("truncated") and isinstance(path, str) and path:
+        out.line(out.paint(safe_line(f"  full output: {path}"), "grey"))
 
 
 def _role_extra(m: AgentMessage) -> str:
@@ -326,26 +405,24 @@ def _role_extra(m: AgentMessage) -> str:
     return ""
 
 
-def _tool_result(out: Output, m: ToolResultMessage, *, full: bool, nested: bool) -> None:
+def _tool_result(out: Output, m: ToolResultMessage, *, view: _View, nested: bool) -> None:
     text = blocks_text(m.content)
-    images = [b for b in m.content if isinstance(b, ImageContent)]
     mark = "✗ error · " if m.is_error else ""
-    lines = text.splitlines() or [""]
     if nested:
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         out.line(
             out.paint(
-                f"    ↳ {mark}{m.tool_name} result · {len(lines):,} lines",
+                safe_line(f"    ↳ {mark}{m.tool_name} result · {lines:,} lines"),
                 "red" if m.is_error else "grey",
             )
         )
     _body(
         out,
         text,
-        fold=not full,
+        view=view,
         style="red" if m.is_error else None,
         indent="      " if nested else "  ",
     )
-    del images
 
 
 def _have_rich() -> bool:
@@ -357,31 +434,46 @@ def _have_rich() -> bool:
     return True
 
 
-def _text(out: Output, text: str) -> None:
-    if out.terminal and out.color and _have_rich():
+def _text(out: Output, text: str, view: _View) -> None:
+    """A message's text: Markdown on a terminal with colour, else as it is; cut unless
+    --full, with a line saying what was left out."""
+    c = view.clip(text, foldable=False)
+    if out.terminal and out.color and len(c.text) <= RICH_CHARS and _have_rich():
         from rich.console import Console
         from rich.markdown import Markdown
 
         console = Console(
             file=out.stream, force_terminal=True, width=out.width, highlight=False, soft_wrap=False
         )
-        console.print(Markdown(safe_text(text)))
-        return
-    for line in safe_text(text).splitlines():
-        out.line(line)
+        console.print(Markdown(safe_text(c.text), hyperlinks=False))
+    else:
+        out.text(c.text)
+    if c.cut:
+        out.line(out.paint(c.note(), "dim"))
 
 
-def _body(out: Output, text: str, *, fold: bool, style: str | None, indent: str = "  ") -> None:
-    lines = safe_text(text).splitlines()
-    shown = lines[:FOLD_LINES] if fold else lines
-    for line in shown:
-        out.line(out.paint(indent + line, style))
-    if fold and len(lines) > FOLD_LINES:
-        out.line(
-            out.paint(
-                f"{indent}… {len(lines) - FOLD_LINES:,} more lines (--full shows them)", "dim"
-            )
-        )
+def _body(
+    out: Output,
+    text: str,
+    *,
+    view: _View,
+    style: str | None,
+    indent: str = "  ",
+    first: str | None = None,
+    foldable: bool = True,
+) -> None:
+    """A block (tool output, thinking, data), each line indented: folded to a few lines
+    (``foldable`` and not --full) or cut like a message's text, with a line saying what
+    was left out. ``first`` replaces the indent of the first line."""
+    c = view.clip(text, foldable=foldable)
+    body = c.text
+    if first is not None:
+        nl = body.find("\n")
+        head, body = (body, "") if nl < 0 else (body[:nl], body[nl + 1 :])
+        out.text(head, style=style, indent=first) if head else out.line(first.rstrip())
+    out.text(body, style=style, indent=indent)
+    if c.cut:
+        out.line(out.paint(indent + c.note(), "dim"))
 
 
 def _session_json(session: Session) -> dict[str, Any]:

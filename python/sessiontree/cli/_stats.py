@@ -13,7 +13,7 @@ from .. import (
     JsonlSessionStorage,
     MessageEntry,
 )
-from ._output import Output, open_output
+from ._output import Output, open_output, safe_line
 from ._target import Options, open_readonly, resolve
 
 SCHEMA = "stats"
@@ -123,14 +123,20 @@ def run(args: argparse.Namespace, opts: Options) -> int:
 
 
 def _text(out: Output, session: dict[str, Any], d: dict[str, Any]) -> None:
+    # Names, paths, times, types and models come from the file: every control in them
+    # is shown as \x.. (safe_line), never written to the terminal.
     title = f"{session['name']} · " if session["name"] else ""
-    out.line(out.paint(f"{title}session {session['id']}", "bold"))
-    out.line(f"  file        {session['path']} ({d['size_bytes']:,} bytes)")
-    out.line(f"  time        {d['first_timestamp'] or '—'} → {d['last_timestamp'] or '—'}")
+    out.line(out.paint(safe_line(f"{title}session {session['id']}"), "bold"))
+    out.line(safe_line(f"  file        {session['path']} ({d['size_bytes']:,} bytes)"))
     out.line(
-        f"  entries     {d['entry_count']:,}  ("
-        + ", ".join(f"{k} {v:,}" for k, v in d["entry_types"].items())
-        + ")"
+        safe_line(f"  time        {d['first_timestamp'] or '—'} → {d['last_timestamp'] or '—'}")
+    )
+    out.line(
+        safe_line(
+            f"  entries     {d['entry_count']:,}  ("
+            + ", ".join(f"{k} {v:,}" for k, v in d["entry_types"].items())
+            + ")"
+        )
     )
     out.line(
         f"  messages    {d['message_count']:,}  (user {d['user_message_count']:,}, assistant "
@@ -150,7 +156,7 @@ def _text(out: Output, session: dict[str, Any], d: dict[str, Any]) -> None:
         )
         out.line(out.paint(head, "bold"))
         for r in d["models"]:
-            name = f"{r['provider']}/{r['model']}"
+            name = safe_line(f"{r['provider']}/{r['model']}")
             out.line(
                 f"  {name:<40} {r['messages']:>7,} {r['input_tokens']:>12,} "
                 f"{r['output_tokens']:>10,} {r['total_tokens']:>12,} {r['cost_total']:>10,.4f}"

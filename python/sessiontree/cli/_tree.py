@@ -32,7 +32,7 @@ from .. import (
     SessionTreeEntry,
 )
 from ._describe import KIND_STYLES, entry_text, kind_of
-from ._output import Output, cell_width, fit, open_output
+from ._output import Output, cell_width, fit, open_output, safe_line
 from ._target import Options, open_readonly, resolve
 
 SCHEMA = "tree"
@@ -49,6 +49,7 @@ SHORT_KINDS: Final = {
     "branch_summary": "summary",
     "custom_message": "custom_msg",
     "compaction_summary": "compaction",
+    "bash_execution": "bash",
 }
 ID_WIDTH: Final = 16
 
@@ -383,12 +384,8 @@ def _write_text(
     sid, name = _header(storage)
     leaf_id = None if shape.leaf < 0 else storage.get_entries_at([shape.leaf])[0].id
     title = f"{name} · " if name else ""
-    out.line(
-        out.paint(
-            fit(f"{title}session {sid} · {shape.n:,} entries · leaf {leaf_id or '—'}", out.width),
-            "bold",
-        )
-    )
+    head = safe_line(f"{title}session {sid} · {shape.n:,} entries · leaf {leaf_id or '—'}")
+    out.line(out.paint(fit(head, out.width), "bold"))
     if shape.n == 0:
         out.line(out.paint("(no entries)", "dim"))
         return
@@ -418,10 +415,12 @@ def _entry_line(
 ) -> str:
     on_path = shape.on_path(row.pos)
     kind = kind_of(entry)
-    shown_kind = SHORT_KINDS.get(kind, kind)
-    eid = entry.id if len(entry.id) <= ID_WIDTH else entry.id[: ID_WIDTH - 1] + "…"
+    shown_kind = safe_line(SHORT_KINDS.get(kind, kind))
+    eid = fit(safe_line(entry.id), ID_WIDTH)
     suffix = ""
     label = shape.labels.get(entry.id)
+    if label:
+        label = safe_line(label)
     if label:
         suffix += "  " + out.paint(f"[{label}]", "bold yellow")
     if row.pos == shape.leaf:
@@ -436,7 +435,8 @@ def _entry_line(
     if around is not None and row.pos == around:
         plain_suffix += 8
     room = out.width - cell_width(row.prefix) - len(eid) - KIND_WIDTH - 2 - plain_suffix
-    text = fit(entry_text(entry, max(room, 1)), room)
+    # One character more than there is room for, so that a cut text ends in "…".
+    text = fit(entry_text(entry, max(room, 1) + 1), room)
     kind_style = KIND_STYLES.get(kind)
     if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
         kind_style = "bold " + (kind_style or "")
