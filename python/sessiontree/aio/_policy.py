@@ -18,6 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from .._frozen import fields
+from ..model.messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from . import _chunked
+
 if TYPE_CHECKING:
     from ..repo import SessionRepo
     from ..session import Session
@@ -26,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BULK_INLINE_ENTRIES",
     "DEFER",
+    "INLINE_WRITE_BYTES",
     "REPO_CALLS",
     "SESSION_CALLS",
     "Policy",
@@ -38,6 +51,17 @@ BULK_INLINE_ENTRIES: Final = 300
 on a session of at most this many entries: in memory an entry costs up to ~1.3 us to read
 and ~1.7 us to build a context from (1,000 entries: ``get_branch`` 1.2 ms, ``get_tree``
 1.4 ms, a cold ``build_context`` 1.7 ms), so 300 stay near half a millisecond."""
+
+
+INLINE_WRITE_BYTES: Final = 64 * 1024
+"""An append runs inline only when the text it carries is at most about this many
+characters (strings, base64 image data, tool-call arguments; estimated without encoding
+anything): encoding and writing costs ~6 ns a byte (a 16 MB message: 90-120 ms), so
+64 KiB stay under half a millisecond. A larger one is written in the worker thread,
+where the engine's encoding and write let the loop run."""
+
+# The estimate gives up (and the append goes to the thread) after this many values.
+_SIZE_NODES: Final = 256
 
 
 DEFER: Final = object()
@@ -91,6 +115,95 @@ def _small(session: Session, *args: Any, **kwargs: Any) -> bool:
     return len(session.storage) <= BULK_INLINE_ENTRIES
 
 
+def _value_size(value: Any, budget: int) -> int:
+    """About how many characters ``value`` adds to a JSON line; more than ``budget``
+    (any larger number) as soon as that is certain, or after :data:`_SIZE_NODES` values."""
+    size = 0
+    nodes = 0
+    stack = [value]
+    while stack:
+        nodes += 1
+        if nodes > _SIZE_NODES:
+            return budget + 1
+        v = stack.pop()
+        cls = v.__class__
+        if cls is str or cls is bytes:
+            size += len(v)
+            if size > budget:
+                return size
+        elif cls is dict:
+            stack.extend(v)
+            stack.extend(v.values())
+        elif cls is list or cls is tuple:
+            stack.extend(v)
+        elif v is None or cls is int or cls is float or cls is bool:
+            size += 8
+        else:
+            names = _field_names.get(cls)
+            if names is None:
+                try:
+                    names = _field_names[cls] = tuple(f.name for f in fields(cls))
+                except TypeError:  # not a model class: a str or list subclass, ...
+                    return budget + 1
+            for name in names:
+                stack.append(getattr(v, name))
+    return size
+
+
+_field_names: dict[type, tuple[str, ...]] = {}
+
+
+def _block_size(block: Any, budget: int) -> int:
+    cls = block.__class__
+    if cls is TextContent:
+        return len(block.text) + (0 if block.signature is None else len(block.signature))
+    if cls is ToolCall:
+        size = 0
+        for value in block.arguments.values():
+            c = value.__class__
+            if c is str:
+                size += len(value)
+            elif c is int or c is bool or c is float or value is None:
+                size += 8
+            else:
+                size += _value_size(value, budget)
+            if size > budget:
+                break
+        return size
+    if cls is ThinkingContent:
+        return len(block.thinking) + (0 if block.signature is None else len(block.signature))
+    if cls is ImageContent:
+        return len(block.data)
+    return _value_size(block, budget)
+
+
+def _small_message(session: Session, message: Any) -> bool:
+    # The common messages without a walk of their fixed-size fields (usage, model, ...).
+    budget = INLINE_WRITE_BYTES
+    cls = message.__class__
+    if cls is UserMessage or cls is ToolResultMessage or cls is AssistantMessage:
+        content = message.content
+        if content.__class__ is str:
+            size = len(content)
+        else:
+            size = 0
+            for block in content:
+                size += _block_size(block, budget)
+                if size > budget:
+                    return False
+        if cls is ToolResultMessage:
+            if message.details is not None:
+                size += _value_size(message.details, budget)
+        elif cls is AssistantMessage and message.error_message is not None:
+            size += len(message.error_message)
+        return size <= budget
+    return _value_size(message, budget) <= budget
+
+
+def _small_args(session: Session, *args: Any, **kwargs: Any) -> bool:
+    return _value_size((args, kwargs), INLINE_WRITE_BYTES) <= INLINE_WRITE_BYTES
+
+
 def _cached_context(session: Session, options: Any = None) -> Any:
     # One pass: the check and the build share their reads of the leaf and the count.
     context = session._build_context_if_cached(options)
@@ -113,23 +226,30 @@ READ: Final = Policy(
 WRITE: Final = Policy(
     "write",
     "an append: 5-15 us with durability none/flush/group (a write to the page cache; "
-    "the group syncer syncs in its own thread), 0.2-10 ms with fsync, which runs in a thread",
+    "the group syncer syncs in its own thread), 0.2-10 ms with fsync, which runs in a "
+    f"thread; one carrying more than {INLINE_WRITE_BYTES // 1024} KiB of text (or too many "
+    "values to count cheaply) runs in a thread too (a 16 MB message: ~100 ms to encode and "
+    "write)",
+    _small_args,
 )
-BULK: Final = Policy(
-    "bulk",
+WRITE_MESSAGE: Final = Policy("write", WRITE.doc, _small_message)
+_BULK_DOC: Final = (
     f"builds an object per entry of the branch or tree: inline up to "
-    f"{BULK_INLINE_ENTRIES} entries, else in a thread (get_branch 20 ms, get_tree 130 ms "
-    "at 100k entries)",
-    _small,
+    f"{BULK_INLINE_ENTRIES} entries, else in a thread, {_chunked.CHUNK} entries at a time "
+    "with the GIL released in between, so the loop runs meanwhile (100k entries: "
+    "get_branch ~10 ms, get_tree ~0.2 s)"
 )
+BULK_BRANCH: Final = Policy("bulk", _BULK_DOC, _small, worker=_chunked.get_branch)
+BULK_TREE: Final = Policy("bulk", _BULK_DOC, _small, worker=_chunked.get_tree)
 CONTEXT: Final = Policy(
     "context",
     "inline when the session's cached context only needs the entries appended since "
     f"(2-3 us a turn, 24.5k messages) or the session has at most {BULK_INLINE_ENTRIES} "
     "entries; else a first build, a rebuild after a leaf move or "
-    "compaction, or entry transforms run in a thread (a cold build: 8 ms at 10k entries, "
-    "34 ms at 100k)",
+    "compaction, or entry transforms run in a thread, the branch read "
+    f"{_chunked.CHUNK} entries at a time (a cold build: 8 ms at 10k entries, 34 ms at 100k)",
     attempt=_cached_context,
+    worker=_chunked.build_context,
 )
 CLOSE: Final = Policy(
     "close",
@@ -140,7 +260,7 @@ CLOSE: Final = Policy(
 )
 
 SESSION_CALLS: Final[Mapping[str, Policy]] = {
-    "append_message": WRITE,
+    "append_message": WRITE_MESSAGE,
     "append_thinking_level_change": WRITE,
     "append_model_change": WRITE,
     "append_active_tools_change": WRITE,
@@ -152,11 +272,11 @@ SESSION_CALLS: Final[Mapping[str, Policy]] = {
     "move_to": WRITE,
     "get_entry": READ,
     "get_leaf_id": READ,
-    "get_branch": BULK,
+    "get_branch": BULK_BRANCH,
     "get_label": READ,
     "get_session_name": READ,
     "get_session_stats": READ,
-    "get_tree": BULK,
+    "get_tree": BULK_TREE,
     "merge_context_build_options": LOCAL,
     "build_context": CONTEXT,
     "clear_context_cache": LOCAL,
