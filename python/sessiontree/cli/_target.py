@@ -24,8 +24,7 @@ SUFFIX: Final = ".jsonl"
 ENV_REPO: Final = "SESSIONTREE_REPO"
 
 # pi's name for a session file, ``<UTC time with - for : and .>_<session id>.jsonl``
-# (``sessiontree.repo.pi.pi_file_name``), and for a folder of its sessions root
-# (``--<cwd with - for />--``).
+# (``sessiontree.repo.pi.pi_file_name``).
 _PI_FILE_RE: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_.+\.jsonl")
 
 
@@ -93,16 +92,17 @@ def is_pi_dir(path: str) -> bool:
     if is_pi_folder_name(os.path.basename(os.path.normpath(path))):
         return True
     try:
-        with os.scandir(path) as it:
-            for de in it:
-                if de.name.startswith("."):
-                    continue
-                if is_pi_file_name(de.name):
-                    return True
-                if is_pi_folder_name(de.name) and de.is_dir(follow_symlinks=False):
-                    return True
+        names = os.listdir(path)
     except OSError:
         return False
+    # A cheap test of every name first (a repository may hold a million files).
+    for name in [n for n in names if n[4:5] == "-" or n[:2] == "--"]:
+        if is_pi_file_name(name):
+            return True
+        if is_pi_folder_name(name):
+            sub = os.path.join(path, name)
+            if os.path.isdir(sub) and not os.path.islink(sub):
+                return True
     return False
 
 
