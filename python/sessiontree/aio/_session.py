@@ -34,13 +34,18 @@ class AsyncSession:
     ``Session`` as a coroutine of the same name, arguments, errors and result.
 
     Calls that answer from memory run inline; those that may block (syncs, closes, first
-    context builds, whole-branch reads of large sessions, every call on a storage whose
-    costs are unknown) run in a worker thread, so no call holds up the event loop for
-    more than about a millisecond (``sessiontree.aio._policy`` has the table).
+    context builds, whole-branch reads of large sessions, appends of large messages,
+    every call on a storage whose costs are unknown) run in a worker thread, and what
+    they build is built a chunk at a time, so the event loop keeps running meanwhile
+    (``sessiontree.aio._policy`` has the table; ``benches/test_bench_async_stall.py``
+    measures each call's longest loop stall).
 
     The calls of one ``AsyncSession`` run in the order they were made, one at a time.
     A cancelled call either never ran or ran to its end (the cancellation arrives when
     it returned): no partial line, no lock left held, and the session stays usable.
+    ``close()`` (and so leaving ``async with``) always closes, whatever cancels it,
+    including a cancel scope that was cancelled before (anyio's ``move_on_after``): it
+    waits for the close, then delivers the cancellation.
 
     Args:
         storage: where the entries live (any :class:`~sessiontree.SessionStorage`).
@@ -122,7 +127,8 @@ class AsyncSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        # The generated twin of Session.close (mypy sees it in the stub only).
+        # The generated twin of Session.close (mypy sees it in the stub only): shielded,
+        # so it closes even when the block is left by a cancellation.
         await self.close()  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
