@@ -33,15 +33,52 @@ __all__ = [
 ]
 
 
+def bad_text(name: str, exc: UnicodeEncodeError) -> SessionError:
+    """The ``invalid_argument`` error for a ``str`` argument UTF-8 cannot encode (one
+    holding a lone surrogate), naming ``name``; raise it ``from exc``.
+
+    For code that hands text on and catches the ``UnicodeEncodeError`` the encoder (the
+    Rust binding, a database driver) raises for it.
+    """
+    return SessionError("invalid_argument", f"{name} is not valid Unicode text: {exc}")
+
+
+def check_text(name: str, value: str) -> None:
+    """``invalid_argument`` naming ``name`` (the ``UnicodeEncodeError`` as its cause) when
+    ``value`` cannot be written as UTF-8: a ``str`` holding a lone surrogate
+    (``"\\ud800"``), which no session file, database or the engine can hold.
+
+    Every text argument is checked before it reaches the engine, whose binding would
+    otherwise raise a bare ``UnicodeEncodeError`` when it takes the ``str``. ASCII text,
+    the common case, costs one ``isascii()``.
+    """
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise bad_text(name, exc) from exc
+
+
 def fspath_arg(name: str, value: object) -> str:
     """``os.fspath(value)`` for a path argument, or ``invalid_argument`` naming ``name``.
 
     API.md: paths may be ``str`` or ``os.PathLike`` (of str); anything else, bytes
-    included, is refused here rather than as a bare ``TypeError`` from deep inside.
+    included, is refused here rather than as a bare ``TypeError`` from deep inside, and
+    so is a path the file system's encoding cannot encode (a lone surrogate outside the
+    ``surrogateescape`` range that stands for an undecodable byte) rather than as a bare
+    ``UnicodeEncodeError``.
     """
     if isinstance(value, (str, os.PathLike)):
         text = os.fspath(value)
         if isinstance(text, str):
+            if not text.isascii():
+                try:
+                    os.fsencode(text)
+                except UnicodeEncodeError as exc:
+                    raise SessionError(
+                        "invalid_argument",
+                        f"{name} cannot be encoded as a file name: {exc}",
+                    ) from exc
             return text
         raise SessionError("invalid_argument", f"{name} must be a str path, not bytes")
     raise SessionError(

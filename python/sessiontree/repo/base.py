@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, Final, Literal, TypeAlias
 
-from .._util import uuid7
+from .._util import check_text, uuid7
 from ..errors import SessionError
 from ..model.entries import (
     SessionHeader,
@@ -129,6 +129,9 @@ def _check_list_args(cwd: object, limit: object) -> str | None:
     if isinstance(cwd, (str, os.PathLike)):
         text = os.fspath(cwd)
         if isinstance(text, str):
+            # No header can hold it (a header is UTF-8), so the filter is refused as
+            # create(cwd=...) refuses it, not answered with an empty listing.
+            check_text("cwd", text)
             return os.path.normpath(text)
     raise SessionError(
         "invalid_argument", f"cwd must be a str, os.PathLike or None, not {type(cwd).__name__}"
@@ -140,10 +143,13 @@ def _check_fork_args(entry_id: object, position: object) -> None:
         raise SessionError(
             "invalid_argument", f"position must be 'before' or 'at' (got {position!r})"
         )
-    if entry_id is not None and not isinstance(entry_id, str):
-        raise SessionError(
-            "invalid_argument", f"entry_id must be a str or None, not {type(entry_id).__name__}"
-        )
+    if entry_id is not None:
+        if not isinstance(entry_id, str):
+            raise SessionError(
+                "invalid_argument",
+                f"entry_id must be a str or None, not {type(entry_id).__name__}",
+            )
+        check_text("entry_id", entry_id)
 
 
 def newest_first_key(meta: SessionMetadata) -> tuple[datetime, datetime, str]:

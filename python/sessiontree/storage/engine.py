@@ -6,7 +6,7 @@ import _thread
 import gc
 
 from .. import _core
-from .._util import now_iso
+from .._util import check_text, now_iso
 from ..errors import SessionError
 from ..model.entries import (
     _KNOWN_ENTRY_CLASSES,
@@ -107,10 +107,21 @@ class Limits:
 
 
 def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
+    """The gate every text argument of an engine storage's methods passes before the
+    engine sees it: a ``str`` (or ``None`` when ``optional``) that UTF-8 can encode.
+
+    Text with a lone surrogate is refused with ``invalid_argument`` like a value of the
+    wrong type, by lookups too (``get_entry`` included): no id in a session can hold it,
+    and the binding would raise a bare ``UnicodeEncodeError`` taking it. Checked here,
+    not by catching that error around each engine call: the check costs one
+    ``isascii()`` for ASCII text, a wrapper around ``get_entry`` an eighth of its time.
+    """
     if value is None and optional:
         return
     if not isinstance(value, str):
         raise SessionError("invalid_argument", f"{name} must be a str, not {type(value).__name__}")
+    if not value.isascii():
+        check_text(name, value)
 
 
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
