@@ -12,7 +12,6 @@ from typing import Any
 
 from .. import (
     ForkPosition,
-    JsonlSessionRepo,
     JsonlSessionStorage,
     SessionError,
     is_valid_session_id,
@@ -59,13 +58,9 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     path = resolve(opts, args.session)
     entry_id = args.at or args.before
     position: ForkPosition = "at" if args.at else "before"
-    doc: dict[str, Any] | None = None
     source = open_readonly(opts, path)
     with source:
-        if dialect_of(source) == "pi":
-            doc = _fork_pi(source, path, entry_id, position)
-    if doc is None:
-        doc = _fork_in_repo(path, entry_id, position)
+        doc = _fork(source, path, entry_id, position)
     with open_output(color_mode="never" if args.json else opts.color, pager=False) as out:
         if args.json:
             out.json(doc)
@@ -79,13 +74,30 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     return 0
 
 
-def _fork_pi(
+def _fork(
     source: JsonlSessionStorage, path: str, entry_id: str | None, position: ForkPosition
 ) -> dict[str, Any]:
-    """A fork of pi session ``source`` beside it, as pi writes one (``PiSessionRepo.fork``)."""
+    """A fork of ``source`` beside it (``SessionRepo.fork``'s copy): a sessiontree session
+    into ``<new id>.jsonl`` of its repository (``JsonlSessionRepo.fork``), a pi session
+    into a file named as pi names them whose ``parentSession`` is the source's path
+    (``PiSessionRepo.fork``)."""
     _check_fork_args(entry_id, position)
+    directory, name = os.path.split(path)
     new_id = str(uuid7())
-    dest = os.path.join(os.path.dirname(path), pi_file_name(new_id, datetime.now(timezone.utc)))
+    if dialect_of(source) == "pi":
+        sid = source.get_metadata().id
+        dest = os.path.join(directory, pi_file_name(new_id, datetime.now(timezone.utc)))
+        parent: str | None = path
+    else:
+        sid = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else ""
+        if not is_valid_session_id(sid):
+            raise SessionError(
+                "invalid_id",
+                f"{name} is not named <session id>.jsonl, so it is in no repository to fork "
+                "in (`sessiontree import` copies it into one)",
+            )
+        dest = os.path.join(directory, new_id + SUFFIX)
+        parent = None  # the source's id
     with fork_file(
         source,
         dest,
@@ -94,36 +106,12 @@ def _fork_pi(
         position,
         durability="group",
         limits=None,
-        parent_session=path,
+        parent_session=parent,
     ) as forked:
         count, leaf = len(forked), forked.get_leaf_id()
-    return {
-        "source": {"id": source.get_metadata().id, "path": path},
-        "entry_id": entry_id,
-        "position": position if entry_id else None,
-        "session": {"id": new_id, "path": dest, "entry_count": count, "leaf_id": leaf},
-    }
-
-
-def _fork_in_repo(path: str, entry_id: str | None, position: ForkPosition) -> dict[str, Any]:
-    """A fork of the sessiontree session at ``path`` in its repository."""
-    directory, name = os.path.split(path)
-    sid = name[: -len(SUFFIX)] if name.endswith(SUFFIX) else ""
-    if not is_valid_session_id(sid):
-        raise SessionError(
-            "invalid_id",
-            f"{name} is not named <session id>.jsonl, so it is in no repository to fork in "
-            "(`sessiontree import` copies it into one)",
-        )
-    repo = JsonlSessionRepo(directory)
-    with repo.fork(sid, entry_id=entry_id, position=position) as forked:
-        new_id = forked.id
-        count = len(forked)
-        leaf = forked.get_leaf_id()
-    new_path = repo.path_for(new_id)
     return {
         "source": {"id": sid, "path": path},
         "entry_id": entry_id,
         "position": position if entry_id else None,
-        "session": {"id": new_id, "path": new_path, "entry_count": count, "leaf_id": leaf},
+        "session": {"id": new_id, "path": dest, "entry_count": count, "leaf_id": leaf},
     }
