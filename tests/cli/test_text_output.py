@@ -230,7 +230,8 @@ CTYPE = "C" + CLEAR
 CMTYPE = "CM" + TITLE
 CWD = "/w/D" + TITLE
 TOOL = "T" + CLEAR
-TEXT = "hello" + TITLE + CLEAR + "\r" + LINK
+# A Markdown link too: rendered on a terminal, it must not become an OSC 8 hyperlink.
+TEXT = "hello" + TITLE + CLEAR + "\r" + LINK + " [docs](http://evil.example/)"
 
 
 @pytest.fixture(scope="module")

@@ -138,6 +138,8 @@ def safe_line(text: str) -> str:
     >>> safe_line("name\\x1b]0;TITLE\\x07\\n")
     'name\\\\x1b]0;TITLE\\\\x07\\\\x0a'
     """
+    if text.isprintable():  # no control in it (the common case, at C speed)
+        return text
     return _CONTROLS.sub(_escape, text)
 
 
