@@ -506,3 +506,57 @@ def test_storage_create_refuses_a_nul_in_the_header_id(pg_server: PgServer, pg_s
     with pytest.raises(st.SessionError) as err:
         PostgresSessionStorage.create(pg_server.dsn, header, schema=pg_schema)
     assert err.value.code == "invalid_argument"
+
+
+# --------------------------------------------------------------------------- 6. fetch batches
+
+
+@pytest.mark.parametrize("rows_cap, bytes_cap", [(3, 1 << 30), (1 << 20, 700), (4, 1)])
+def test_opens_read_in_batches_bounded_by_rows_and_bytes(
+    pg_server: PgServer,
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+    rows_cap: int,
+    bytes_cap: int,
+) -> None:
+    import sessiontree.postgres.storage as pgs
+
+    # Small caps stand in for the real ones (8,192 rows, 64 MiB: a batch of 1 GB is a
+    # value PostgreSQL cannot build); the server and the rows are real.
+    monkeypatch.setattr(pgs, "FETCH_ROWS", rows_cap)
+    monkeypatch.setattr(pgs, "FETCH_BYTES", bytes_cap)
+    batches: list[list[bytes]] = []
+    fetch = pgs._fetch_lines
+
+    def spy(*args: Any) -> list[bytes]:
+        got = fetch(*args)
+        batches.append(got)
+        return got
+
+    monkeypatch.setattr(pgs, "_fetch_lines", spy)
+    sizes = [10, 2000, 5, 900, 1, 1, 3000, 50, 50, 50, 4000, 7]
+    with PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as repo:
+        with repo.create(cwd="/w") as w:
+            reader = repo.open_readonly(w.id)
+            for n in sizes[:6]:
+                w.append_message(user("x" * n))
+            written = w.storage.to_jsonl()  # type: ignore[attr-defined]
+            assert reader.storage.refresh() == 6  # type: ignore[attr-defined]
+            for n in sizes[6:]:
+                w.append_message(user("y" * n))
+            assert reader.storage.refresh() == len(sizes) - 6  # type: ignore[attr-defined]
+            written = w.storage.to_jsonl()  # type: ignore[attr-defined]
+            assert reader.storage.to_jsonl() == written  # type: ignore[attr-defined]
+            reader.close()
+            sid = w.id
+        assert repo.export_jsonl(sid) == written
+        with repo.open(sid) as again:
+            assert again.storage.to_jsonl() == written  # type: ignore[attr-defined]
+            assert [len(e.message.content) for e in again.storage.get_entries()] == sizes  # type: ignore[attr-defined]
+    # Every batch kept to its caps: at most rows_cap lines, and past its first line at
+    # most bytes_cap bytes (newlines counted).
+    assert batches and max(len(b) for b in batches) > 1
+    for chunk in (c for b in batches for c in b):
+        lines = chunk.split(b"\n")
+        assert len(lines) <= rows_cap
+        assert len(chunk) - len(lines[-1]) <= bytes_cap

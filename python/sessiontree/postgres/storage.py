@@ -39,11 +39,12 @@ if TYPE_CHECKING:
 __all__ = ["PostgresSessionStorage"]
 
 # Rows fetched per round trip when a session is loaded: each batch arrives as one bytea
-# (the lines joined by newlines on the server), so no Python object is made per row. The
-# aggregate sorts its batch by seq; FETCH_WORK_MEM keeps that sort in memory for batches
-# of lines up to ~8 KiB on average (larger ones spill to disk, still correct).
+# (the lines joined by newlines on the server), so no Python object is made per row. A
+# batch is at most FETCH_ROWS rows and FETCH_BYTES bytes (or one row, if larger): the
+# server builds it in memory whole, and PostgreSQL caps one value at 1 GB, so a row count
+# alone would fail (for good) on a session of many large entries (256 MiB lines are legal).
 FETCH_ROWS: Final = 8192
-FETCH_WORK_MEM: Final = "64MB"
+FETCH_BYTES: Final = 64 * 1024 * 1024
 
 # ``durability="none"``: appends wait in the engine's buffer until ``flush()``/``close()``
 # or until this many bytes are waiting, then go to the server in one transaction.
@@ -715,16 +716,28 @@ def _fetch_lines(
     conn: psycopg.Connection[Any], schema: str, session_id: str, start: int, end: int
 ) -> list[bytes]:
     """Rows ``start <= seq < end`` as a few byte strings, each many lines joined by
-    newlines on the server (rows hold no newline: a CHECK constraint)."""
+    newlines on the server (rows hold no newline: a CHECK constraint).
+
+    A batch is at most FETCH_ROWS rows and, past its first row, FETCH_BYTES bytes: the
+    running size comes from ``octet_length`` (read from the TOAST header, nothing is
+    decompressed for it), so no batch nears PostgreSQL's 1 GB limit on one value."""
     chunks: list[bytes] = []
     query = (
-        f"SELECT string_agg(line, '\\x0a'::bytea ORDER BY seq) FROM {ident(schema)}.entries "
-        "WHERE session_id = %s AND seq >= %s AND seq < %s"
+        "SELECT string_agg(line, '\\x0a'::bytea ORDER BY seq), max(seq) FROM ("
+        "SELECT seq, line, sum(octet_length(line) + 1) OVER (ORDER BY seq ROWS "
+        "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - octet_length(line) - 1 AS before "
+        f"FROM {ident(schema)}.entries WHERE session_id = %s AND seq >= %s AND seq < %s "
+        "ORDER BY seq LIMIT %s) b WHERE before < %s"
     )
-    for a in range(start, end, FETCH_ROWS):
-        row = conn.execute(query, (session_id, a, min(end, a + FETCH_ROWS)), binary=True).fetchone()
-        if row is not None and row[0] is not None:
-            chunks.append(bytes(row[0]))
+    a = start
+    while a < end:
+        row = conn.execute(
+            query, (session_id, a, end, FETCH_ROWS, FETCH_BYTES), binary=True
+        ).fetchone()
+        if row is None or row[0] is None:
+            break
+        chunks.append(bytes(row[0]))
+        a = int(row[1]) + 1
     return chunks
 
 
