@@ -140,8 +140,7 @@ def _text(out: Output, row: dict[str, Any]) -> None:
     if row["status"] == "refused" and row["entry_count"] is None:
         err = row["error"]
         out.line(
-            f"{name}: "
-            + out.paint(f"refused: {err['code']}: {shown(err['message'])}", "bold red")
+            f"{name}: " + out.paint(f"refused: {err['code']}: {shown(err['message'])}", "bold red")
         )
         return
     n = row["entry_count"]
@@ -177,7 +176,5 @@ def _text(out: Output, row: dict[str, Any]) -> None:
         )
     if row["error"] is not None:
         out.line(
-            out.paint(
-                f"  strict: {row['error']['code']}: {shown(row['error']['message'])}", "red"
-            )
+            out.paint(f"  strict: {row['error']['code']}: {shown(row['error']['message'])}", "red")
         )
