@@ -21,6 +21,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._util import check_text
 from ..errors import SessionError
 from ..model.messages import AgentMessage
 
@@ -53,11 +54,15 @@ def import_framework(module: str, extra: str, adapter: str) -> ModuleType:
 
 
 def to_json(value: Any, what: str) -> str:
-    """``value`` as compact JSON, or ``invalid_argument`` naming ``what``."""
+    """``value`` as compact JSON, or ``invalid_argument`` naming ``what``: also for text
+    UTF-8 cannot encode (a lone surrogate), which ``json.dumps`` lets through but no
+    session can hold, so a batch is refused before any of it is written."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise SessionError("invalid_argument", f"{what} is not JSON: {exc}") from None
+    check_text(f"{what}'s JSON", text)
+    return text
 
 
 def same_json(a: Any, b: Any) -> bool:

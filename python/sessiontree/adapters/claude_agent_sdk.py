@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import iso_to_ms, now_iso
+from .._util import check_text, iso_to_ms, now_iso
 from ..errors import SessionError
 from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import as_async_repo, import_framework, in_lane, json_copy, to_json
@@ -87,8 +87,10 @@ def session_id_for(key: SessionKey | SessionListSubkeysKey) -> str:
     """
     project, session = _key_part(key, "project_key"), _key_part(key, "session_id")
     subpath = key.get("subpath")
-    if subpath is not None and (not isinstance(subpath, str) or not subpath):
-        raise SessionError("invalid_argument", "subpath must be a non-empty str when given")
+    if subpath is not None:
+        if not isinstance(subpath, str) or not subpath:
+            raise SessionError("invalid_argument", "subpath must be a non-empty str when given")
+        check_text("the session key's subpath", subpath)
     text = "\0".join([project, session, subpath or ""])
     return _ID_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -99,6 +101,7 @@ def _key_part(key: Any, name: str) -> str:
     value = key.get(name)
     if not isinstance(value, str):
         raise SessionError("invalid_argument", f"the session key's {name} must be a str")
+    check_text(f"the session key's {name}", value)
     return value
 
 
@@ -241,7 +244,8 @@ class ClaudeAgentSessionStore:
 
         Raises:
             SessionError: ``invalid_argument`` for a bad key, or entries that are not a list
-                of JSON objects (nothing is written then).
+                of JSON objects (nothing is written then); text UTF-8 cannot encode (a lone
+                surrogate) in the key or an entry is refused so too.
         """
         session_id_for(key)
         if not isinstance(entries, list):
@@ -322,6 +326,7 @@ class ClaudeAgentSessionStore:
         """The readable sessions of the repository whose ``cwd`` is ``project_key``."""
         if not isinstance(project_key, str):
             raise SessionError("invalid_argument", "project_key must be a str")
+        check_text("project_key", project_key)
         return [
             m
             for m in await self._repo.list(cwd=project_key)

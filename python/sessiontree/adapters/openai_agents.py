@@ -625,7 +625,7 @@ class OpenAIAgentsSession:
 
         Raises:
             SessionError: ``invalid_argument`` for a non-list, an item that is not a dict
-                or not JSON.
+                or not JSON (text UTF-8 cannot encode, a lone surrogate, included).
         """
         if not isinstance(items, list):
             raise SessionError(

@@ -33,7 +33,9 @@ How pydantic-ai's names map to ours:
 The session is append-only: ``delete`` makes a conversation unloadable and unlisted, but
 its entries stay in the file (pydantic-ai lets a backend say so). One store object per
 session: the store keeps an index of the records, and the JSON of the messages it wrote or
-read, in memory.
+read, in memory. A bad argument (text UTF-8 cannot encode among them) raises
+:class:`StoreArgumentError`: pydantic-ai's ``UserError`` and sessiontree's
+``invalid_argument``.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import iso_to_datetime, iso_to_ms, ms_to_iso, now_iso
-from ..errors import SessionError
+from .._util import check_text, iso_to_datetime, iso_to_ms, ms_to_iso, now_iso
+from ..errors import InvalidArgumentError, SessionError
 from ..model.entries import CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
     AgentMessage,
@@ -67,6 +69,7 @@ from ._common import (
     in_lane,
     residual_of,
     same_json,
+    to_json,
 )
 
 import_framework("pydantic_ai", "pydantic-ai", "sessiontree.adapters.pydantic_ai")
@@ -78,6 +81,7 @@ from pydantic_ai.conversation_store import (  # noqa: E402
     ConversationRecord,
     ConversationStore,
 )
+from pydantic_ai.exceptions import UserError  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     CompactionPart,
     ModelMessage,
@@ -89,6 +93,7 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_core import PydanticSerializationError  # noqa: E402
 
 if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
@@ -102,6 +107,7 @@ __all__ = [
     "RECORD_CUSTOM_TYPE",
     "RESIDUAL_KEY",
     "PydanticAIConversationStore",
+    "StoreArgumentError",
     "context_to_model_messages",
     "message_to_model_message",
     "model_message_to_message",
@@ -398,6 +404,33 @@ def context_to_model_messages(
 # ------------------------------------------------------------------------- the store
 
 
+class StoreArgumentError(InvalidArgumentError, UserError):
+    """A bad argument to :class:`PydanticAIConversationStore`: pydantic-ai's ``UserError``
+    (what its stores raise for a usage mistake) that is also sessiontree's
+    :class:`~sessiontree.SessionError` with code ``invalid_argument`` (a ``ValueError``),
+    the error it comes from as its ``__cause__``. Among them: text UTF-8 cannot encode (a
+    lone surrogate) in an id, a conversation id, a scope, a record or a message, which no
+    session can hold; a write is refused before anything of it is written.
+    """
+
+
+def _message_json(entry: ConversationEntry) -> bytes:
+    """The JSON of an entry's ``ModelMessage``, or ``invalid_argument``."""
+    try:
+        return _MESSAGE.dump_json(entry.message)
+    except PydanticSerializationError as exc:
+        raise SessionError(
+            "invalid_argument", f"the message of entry {entry.id!r} is not JSON: {exc}"
+        ) from exc
+
+
+def _check_ids(entries: Sequence[ConversationEntry]) -> None:
+    for e in entries:
+        for name, value in (("an entry id", e.id), ("an entry's parent_id", e.parent_id)):
+            if isinstance(value, str):
+                check_text(name, value)
+
+
 def _entry_of(entry: SessionTreeEntry) -> ConversationEntry | None:
     if isinstance(entry, MessageEntry):
         message = message_to_model_message(entry.message)
@@ -484,26 +517,39 @@ class PydanticAIConversationStore(ConversationStore):
         """The sessiontree session behind the store."""
         return self._session
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
+    async def _run(self, fn: Any, /, **args: Any) -> Any:
+        """``fn(storage, index, **args)`` in the session's lane, under the storage's atomic
+        lock. Every ``str`` argument is checked first (text UTF-8 cannot encode is refused),
+        and an ``invalid_argument`` error, from that or from the session, is raised as a
+        :class:`StoreArgumentError`."""
+
         def call() -> Any:
             storage = self._session.storage
             with storage.atomic():
                 if self._index is None:
                     self._index = _Index(storage)
-                return fn(storage, self._index, *args)
+                return fn(storage, self._index, **args)
 
-        return await in_lane(self._session, call)
+        try:
+            for name, value in args.items():
+                if isinstance(value, str):
+                    check_text(name, value)
+            return await in_lane(self._session, call)
+        except SessionError as exc:
+            if exc.code != "invalid_argument" or isinstance(exc, StoreArgumentError):
+                raise
+            raise StoreArgumentError(exc.code, exc.message) from exc
 
     # -- the five primitives -----------------------------------------------------------
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
         """The conversation's newest record, or ``None``."""
 
-        def read(storage: SessionStorage, index: _Index) -> Any:
+        def read(storage: SessionStorage, index: _Index, conversation_id: str) -> Any:
             data = index.records.get(conversation_id)
             return None if data is None else _RECORD.validate_python(data)
 
-        record: ConversationRecord | None = await self._run(read)
+        record: ConversationRecord | None = await self._run(read, conversation_id=conversation_id)
         return record
 
     async def read_records(
@@ -511,7 +557,7 @@ class PydanticAIConversationStore(ConversationStore):
     ) -> Sequence[ConversationRecord]:
         """The records (of ``scope``), newest ``updated_at`` first, at most ``limit``."""
 
-        def read(storage: SessionStorage, index: _Index) -> Any:
+        def read(storage: SessionStorage, index: _Index, scope: str | None) -> Any:
             records = [
                 _RECORD.validate_python(d)
                 for d in index.records.values()
@@ -520,7 +566,7 @@ class PydanticAIConversationStore(ConversationStore):
             records.sort(key=lambda r: r.updated_at, reverse=True)
             return records[:limit]
 
-        records: list[ConversationRecord] = await self._run(read)
+        records: list[ConversationRecord] = await self._run(read, scope=scope)
         return records
 
     async def write_record(
@@ -531,11 +577,17 @@ class PydanticAIConversationStore(ConversationStore):
         expected_revision: str | None,
     ) -> None:
         """Appends the new entries, then the record, unless the stored revision is not
-        ``expected_revision`` (``ConversationConflict``, nothing written)."""
-        data = _RECORD.dump_python(record, mode="json")
-        stored = [_stored(e) for e in new_entries]
+        ``expected_revision`` (``ConversationConflict``, nothing written) or something to
+        write is not JSON sessiontree can hold (:class:`StoreArgumentError`, nothing
+        written)."""
 
         def write(storage: SessionStorage, index: _Index) -> None:
+            data = _RECORD.dump_python(record, mode="json")
+            stored = [_stored(e) for e in new_entries]
+            # Checked before anything is written, so a bad one leaves no entry behind.
+            to_json(data, "the record")
+            _check_ids(new_entries)
+            messages = [_message_json(e) for e in new_entries]
             current = index.records.get(record.conversation_id)
             if (current["revision"] if current is not None else None) != expected_revision:
                 raise ConversationConflict(record.conversation_id)
@@ -543,10 +595,10 @@ class PydanticAIConversationStore(ConversationStore):
             head = record.head_id
             if head is not None and head not in new_ids and storage.get_entry(head) is None:
                 raise ConversationConflict(record.conversation_id)
-            for e, original in zip(stored, new_entries, strict=True):
+            for e, message in zip(stored, messages, strict=True):
                 if storage.get_entry(e.id) is None:
                     storage.append_entry(e)
-                    index.messages[e.id] = _MESSAGE.dump_json(original.message)
+                    index.messages[e.id] = message
             storage.append_entry(
                 CustomEntry(
                     id=storage.create_entry_id(),
@@ -563,7 +615,9 @@ class PydanticAIConversationStore(ConversationStore):
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Appends a deletion of the conversation's record (its entries stay in the file)."""
 
-        def delete(storage: SessionStorage, index: _Index) -> None:
+        def delete(
+            storage: SessionStorage, index: _Index, conversation_id: str, expected_revision: str
+        ) -> None:
             current = index.records.get(conversation_id)
             if current is None or current["revision"] != expected_revision:
                 raise ConversationConflict(conversation_id)
@@ -578,19 +632,21 @@ class PydanticAIConversationStore(ConversationStore):
             )
             index.records[conversation_id] = None
 
-        await self._run(delete)
+        await self._run(
+            delete, conversation_id=conversation_id, expected_revision=expected_revision
+        )
 
     async def read_entry(self, entry_id: str) -> ConversationEntry:
         """The entry with this id (``KeyError`` if there is none)."""
 
-        def read(storage: SessionStorage, index: _Index) -> Any:
+        def read(storage: SessionStorage, index: _Index, entry_id: str) -> Any:
             entry = storage.get_entry(entry_id)
             found = None if entry is None else index.entry(entry)
             if found is None:
                 raise KeyError(entry_id)
             return found
 
-        entry: ConversationEntry = await self._run(read)
+        entry: ConversationEntry = await self._run(read, entry_id=entry_id)
         return entry
 
     async def read_history(
@@ -599,7 +655,7 @@ class PydanticAIConversationStore(ConversationStore):
         """The entries from the first up to ``head_id`` (the last ``limit``), in one walk
         of the engine (``get_path_to_root``)."""
 
-        def read(storage: SessionStorage, index: _Index) -> Any:
+        def read(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
             if head_id is None:
                 return []
             if storage.get_entry(head_id) is None:
@@ -609,7 +665,7 @@ class PydanticAIConversationStore(ConversationStore):
                 path = path[max(0, len(path) - limit) :]
             return [e for e in map(index.entry, path) if e is not None]
 
-        history: list[ConversationEntry] = await self._run(read)
+        history: list[ConversationEntry] = await self._run(read, head_id=head_id)
         return history
 
     async def close(self) -> None:
