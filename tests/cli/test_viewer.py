@@ -1,7 +1,9 @@
 """The HTML viewer (``sessiontree export --html``) in a real browser: Debian's headless
 Chromium driven through its chromedriver (selenium). The DOM is checked — entries
-present, branch switch, search, permalinks, Markdown, images, tool calls paired with
-their results, hostile content inert — and screenshots are kept in ``tmp/artifacts/``.
+present, branch switch, search (hit counts, ``<mark>``, Enter / Shift+Enter), permalinks,
+the tree's connectors and short ids, the title, Markdown, images, tool calls paired with
+their results, pi's shell runs, hostile content inert — and screenshots are kept in
+``tmp/artifacts/``.
 
 Skipped, with the reason, only where no Chromium or chromedriver is installed
 (``apt-get install chromium chromium-driver``; ``.ci/run`` installs them).
