@@ -28,6 +28,7 @@ import sessiontree as st
 from postgres.pgserver import PgServer
 from sessiontree.postgres import PostgresSessionRepo, PostgresSessionStorage
 from sessiontree.postgres._connect import channel, scrub
+from sessiontree.postgres._schema import forget_migrations
 
 
 def user(text: str = "hello") -> st.UserMessage:
@@ -95,6 +96,70 @@ def test_an_autocommit_connection_keeps_every_acknowledged_append(
             s.append_message(user("two"))
         repo.close()
     assert count_rows(pg_server, pg_schema) == (1, 2)
+
+
+def test_live_readers_over_a_users_connection(pg_server: PgServer, pg_schema: str) -> None:
+    # Before: wait_for_entries failed with a bare AssertionError (no conninfo to open its
+    # listening connection from); it opens one like the user's.
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        repo = PostgresSessionRepo(conn, schema=pg_schema)
+        with repo.create(cwd="/w") as w:
+            reader = repo.open_readonly(w.id)
+            assert reader.storage.wait_for_entries(timeout=0.05) == 0  # type: ignore[attr-defined]
+            t = threading.Timer(0.2, lambda: w.append_message(user("one")))
+            t.start()
+            try:
+                got = reader.storage.wait_for_entries(timeout=30)  # type: ignore[attr-defined]
+            finally:
+                t.join()
+            assert got == 1
+            reader.close()
+        assert not conn.closed
+
+
+@pytest.fixture
+def password_role(pg_server: PgServer) -> Iterator[tuple[str, str]]:
+    """A role that logs in with a password (the test cluster's pg_hba asks every role but
+    ``sessiontree`` for one), without CREATE on the database."""
+    name, password = "st_pw_" + uuid.uuid4().hex[:10], "pw-" + uuid.uuid4().hex
+    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
+    yield name, password
+    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
+        admin.execute(f"DROP OWNED BY {name}")
+        admin.execute(f"DROP ROLE {name}")
+
+
+def test_a_role_without_create_uses_a_schema_made_for_it(
+    pg_server: PgServer, pg_schema: str, password_role: tuple[str, str]
+) -> None:
+    # Before: every new process ran CREATE SCHEMA IF NOT EXISTS, which PostgreSQL checks
+    # against CREATE on the database even when the schema exists; and the listener of a
+    # user's connection could not be opened (no conninfo; the password only in info).
+    PostgresSessionRepo(pg_server.dsn, schema=pg_schema).close()
+    role, password = password_role
+    with psycopg.connect(pg_server.dsn, autocommit=True) as admin:
+        admin.execute(f"GRANT USAGE ON SCHEMA {pg_schema} TO {role}")
+        admin.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {pg_schema} TO {role}"
+        )
+        admin.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {pg_schema} TO {role}")
+    d = psycopg.conninfo.conninfo_to_dict(pg_server.dsn)
+    dsn = f"host={d['host']} port={d['port']} dbname={d['dbname']} user={role}"
+    with psycopg.connect(dsn, password=password, autocommit=True) as conn:
+        forget_migrations()  # as in a new process
+        repo = PostgresSessionRepo(conn, schema=pg_schema)
+        with repo.create(cwd="/w") as w:
+            reader = repo.open_readonly(w.id)
+            t = threading.Timer(0.2, lambda: w.append_message(user("one")))
+            t.start()
+            try:
+                got = reader.storage.wait_for_entries(timeout=30)  # type: ignore[attr-defined]
+            finally:
+                t.join()
+            assert got == 1
+            reader.close()
+    assert count_rows(pg_server, pg_schema) == (1, 1)
 
 
 def test_a_connection_that_stops_committing_is_refused_before_the_append(

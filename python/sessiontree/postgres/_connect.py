@@ -13,7 +13,7 @@ import socket
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from ..errors import SessionError
@@ -184,17 +184,30 @@ class Source:
     def connect(self, *, application_name: str | None = None) -> psycopg.Connection[Any]:
         """A new connection of this source's server (autocommit), or ``io``."""
         pg = psycopg_module()
-        assert self._conninfo is not None
         kwargs = dict(self._pool_kwargs)
+        if self._conninfo is not None:
+            conninfo = self._conninfo
+        else:
+            # The user's connection: another one like it (a listener), from its parameters
+            # (``info.dsn`` leaves the password out; ``info.password`` has it).
+            assert self._conn is not None
+            conninfo = self._conn.info.dsn
+            if self._conn.info.password:
+                kwargs["password"] = self._conn.info.password
         kwargs["autocommit"] = True
         if application_name is not None:
             kwargs["application_name"] = application_name
         failed: SessionError | None = None
         try:
-            conn: psycopg.Connection[Any] = pg.connect(self._conninfo, **kwargs)
+            conn: psycopg.Connection[Any] = pg.connect(conninfo, **kwargs)
         except pg.Error as exc:
             failed = _connect_error(
-                "io", "cannot connect to PostgreSQL", self._conninfo, exc, parsed=True
+                "io",
+                "cannot connect to PostgreSQL",
+                conninfo,
+                exc,
+                parsed=True,
+                extra=[str(kwargs.get("password") or "")],
             )
         if failed is not None:
             # Raised here, outside the ``except``: the original error (whose text may quote
@@ -224,7 +237,12 @@ class Source:
                 conn = cm.__enter__()
             except Exception as exc:  # psycopg errors, PoolTimeout and friends
                 failed = _connect_error(
-                    "io", "cannot get a pooled connection", self._conninfo or "", exc, parsed=True
+                    "io",
+                    "cannot get a pooled connection",
+                    self._conninfo or "",
+                    exc,
+                    parsed=True,
+                    extra=[str(self._pool_kwargs.get("password") or "")],
                 )
             if failed is not None:
                 raise failed
@@ -402,7 +420,7 @@ def _secrets(conninfo: str) -> set[str]:
     return {s for s in found if s}
 
 
-def scrub(text: str, conninfo: str, *, parsed: bool = True) -> str:
+def scrub(text: str, conninfo: str, *, parsed: bool = True, extra: Iterable[str] = ()) -> str:
     """``text`` (an error message) without any password of ``conninfo``.
 
     Quoted parts (libpq quotes what it echoes) that hold a password, or a piece of one,
@@ -411,7 +429,7 @@ def scrub(text: str, conninfo: str, *, parsed: bool = True) -> str:
     (``parsed=False``), every quoted part goes: libpq quotes pieces of it, and which of them
     belongs to the password is anyone's guess.
     """
-    secrets = _secrets(conninfo)
+    secrets = _secrets(conninfo) | {s for s in extra if s}
 
     def quoted(m: re.Match[str]) -> str:
         inner = m.group(1) if m.group(1) is not None else m.group(2)
@@ -430,15 +448,21 @@ def scrub(text: str, conninfo: str, *, parsed: bool = True) -> str:
 
 
 def _connect_error(
-    code: str, what: str, conninfo: str, exc: BaseException, *, parsed: bool
+    code: str,
+    what: str,
+    conninfo: str,
+    exc: BaseException,
+    *,
+    parsed: bool,
+    extra: Iterable[str] = (),
 ) -> SessionError:
     """``code``: ``what (conninfo): the first line of exc``, without the password, with a
     copy of ``exc`` of the same class and scrubbed text as its cause."""
-    detail = scrub(_first(exc), conninfo, parsed=parsed)
+    detail = scrub(_first(exc), conninfo, parsed=parsed, extra=extra)
     err = SessionError(code, f"{what} ({shown(conninfo, parsed=parsed)}): {detail}")
     cause: BaseException
     try:
-        cause = type(exc)(scrub(str(exc), conninfo, parsed=parsed))
+        cause = type(exc)(scrub(str(exc), conninfo, parsed=parsed, extra=extra))
     except Exception:
         cause = RuntimeError(detail)
     err.__cause__ = cause
