@@ -55,16 +55,24 @@ class PostgresSessionRepo(SessionRepo):
 
     Args:
         target: a conninfo string (``"postgresql://..."`` or ``"host=... dbname=..."``), a
-            ``psycopg.Connection`` (used as it is, never closed here) or a
-            ``psycopg_pool.ConnectionPool`` (short operations borrow from it; each writer
-            opens its own connection with the pool's settings).
-        schema: the schema of the tables, created and migrated on first use.
+            ``psycopg.Connection`` in autocommit mode (used as it is, never closed here;
+            each write is its own transaction, committed before the call returns, so a
+            connection with autocommit off, or inside a transaction block, is refused
+            with ``invalid_argument``) or a ``psycopg_pool.ConnectionPool`` (short
+            operations borrow from it; each writer opens its own connection with the
+            pool's settings).
+        schema: the schema of the tables, created and migrated on first use, and checked
+            again by every new repo (a schema dropped since is made again): 1 to 63
+            lowercase letters, digits and ``_``, not starting with a digit, not ``pg_...``
+            nor ``information_schema`` (reserved words such as ``user`` are fine).
         durability: durability of the sessions opened through this repo.
         limits: size limits applied when reading and writing.
 
     Raises:
         SessionError: ``io`` if the server cannot be reached, ``corrupt`` if the schema is
-            of a newer version.
+            of a newer version, ``invalid_argument`` for a bad schema name, a conninfo
+            libpq cannot parse or a connection not in autocommit mode. No message, cause
+            or repr holds the conninfo's password.
     """
 
     def __init__(

@@ -81,9 +81,11 @@ class PostgresSessionStorage(_EngineStorage):
     number it expects, so a writer that lost its lock gets ``modified_externally``.
 
     Use :meth:`create` and :meth:`open`; the target is a conninfo string (``"host=...
-    dbname=..."`` or ``"postgresql://..."``), a ``psycopg.Connection`` (used as it is,
-    never closed here) or a ``psycopg_pool.ConnectionPool`` (a writer opens its own
-    connection with the pool's settings: a lock never travels back into the pool).
+    dbname=..."`` or ``"postgresql://..."``), a ``psycopg.Connection`` in autocommit mode
+    and outside any transaction block (used as it is, never closed here; anything else is
+    ``invalid_argument``: each write commits on its own) or a
+    ``psycopg_pool.ConnectionPool`` (a writer opens its own connection with the pool's
+    settings: a lock never travels back into the pool).
     """
 
     _source: Source
