@@ -53,17 +53,18 @@ _chunkable_classes: dict[type, bool] = {}
 
 
 class _Steps:
-    """The pauses of one chunked build: the cyclic garbage collector stays off for the
-    whole build (as for one engine read, ``storage.engine._read_entries``), and each
-    :meth:`step` collects what the chunk before made (a young collection, as the
-    interpreter runs every few thousand objects) and releases the GIL.
+    """The pauses of one chunked build: :meth:`step` releases the GIL for a moment, so
+    a thread waiting for it (the event loop's) takes it.
 
-    Left on, the collector would run a full collection each time the heap grew by a
-    quarter (several during a 100k-entry tree, each holding the GIL for tens of
-    milliseconds); paused without the per-chunk collections, the first collection after
-    the build would scan every object it made at once. The one full collection that a
-    heap grown by more than a quarter still gets, the interpreter runs when it decides.
-    Nothing is done to a collector that was off already.
+    The cyclic garbage collector stays off for the whole build, as for one engine read
+    (``storage.engine._read_entries``): left on, it would run a full collection each
+    time the heap grew by a quarter (several during a 100k-entry tree, each holding the
+    GIL for tens of milliseconds). What is left is the young collection that scans the
+    objects of the build once, after it, as after the sync call (CPython's collector
+    is not incremental: that scan holds the GIL, about 0.1 us an object). Collecting
+    young objects chunk by chunk instead would move them all to the oldest generation
+    and bring the next full collection forward, a worse stall. Nothing is done to a
+    collector that was off already.
     """
 
     __slots__ = ("paused",)
@@ -79,9 +80,6 @@ class _Steps:
             gc.enable()
 
     def step(self) -> None:
-        if self.paused:
-            gc.collect(1)
-        # Releases the GIL for a moment: a thread waiting for it (the loop's) takes it.
         time.sleep(0)
 
 
