@@ -14,8 +14,6 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -26,11 +24,12 @@ use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 use crate::engine::json_text::push_str;
-use crate::engine::jsonl::{self, create_private, lock_writer, Durability, IssueKind, Limits};
+use crate::engine::jsonl::{self, lock_writer, Durability, IssueKind, Limits};
 use crate::engine::line::{parse_entry, LineError, ParsedEntry};
 use crate::engine::open::{check_header_line, Backing, FileBacking};
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
+use crate::engine::sys::{self, FileAt};
 
 /// How the forked store is opened.
 #[derive(Debug, Clone, Copy)]
@@ -105,7 +104,7 @@ impl Store {
             std::process::id(),
             fastrand::u32(..)
         ));
-        let file = create_private(&tmp)
+        let file = sys::create_private(&tmp)
             .map_err(|e| EngineError::os(format!("creating {}", dest.display()), &e))?;
         let remove_tmp = |e: EngineError| {
             let _ = std::fs::remove_file(&tmp);
@@ -147,7 +146,7 @@ impl Store {
         jsonl::sync_parent_dir(dest).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
         let sync = match opts.durability {
-            Durability::Group => Some(GroupSync::start(file.as_raw_fd(), dest.to_path_buf())?),
+            Durability::Group => Some(GroupSync::start(sys::raw_file(&file), dest.to_path_buf())?),
             _ => None,
         };
         let backing = Backing::File(FileBacking::new(
@@ -466,7 +465,8 @@ impl Copy<'_> {
         let disk_end = end.min(on_disk);
         let mut done = 0;
         if let Some(src) = file.filter(|_| start < disk_end) {
-            done = kernel_copy(src, self.file, start, disk_end, at).map_err(|e| self.io_err(&e))?;
+            done = sys::kernel_copy(src, self.file, start, disk_end, at)
+                .map_err(|e| self.io_err(&e))?;
         }
         if start + done < end {
             // Bytes not on disk (a memory store, a writer's buffer) or no kernel copy.
@@ -484,19 +484,7 @@ impl Copy<'_> {
         if to - self.synced_to < RUN_BYTES {
             return Ok(());
         }
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::io::AsRawFd;
-            // SAFETY: a hint on our own descriptor; failures only lose the overlap.
-            unsafe {
-                libc::sync_file_range(
-                    self.file.as_raw_fd(),
-                    self.synced_to as i64,
-                    (to - self.synced_to) as i64,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
-        }
+        sys::start_writeback(self.file, self.synced_to, to - self.synced_to);
         self.synced_to = to;
         Ok(())
     }
@@ -504,48 +492,6 @@ impl Copy<'_> {
     fn flush(&mut self) -> Result<()> {
         self.flush_run()?;
         self.flush_buf()
-    }
-}
-
-/// Copies `[start, end)` of `src` to offset `at` of `dst` in the kernel; returns how many
-/// bytes it copied (fewer, down to none, where the file system cannot).
-fn kernel_copy(src: &File, dst: &File, start: u64, end: u64, at: u64) -> std::io::Result<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::io::AsRawFd;
-        let (mut off_in, mut off_out) = (start as i64, at as i64);
-        while (off_in as u64) < end {
-            let want = (end - off_in as u64).min(1 << 30) as usize;
-            // SAFETY: both descriptors are open; the kernel updates the two offsets.
-            let n = unsafe {
-                libc::copy_file_range(
-                    src.as_raw_fd(),
-                    &mut off_in,
-                    dst.as_raw_fd(),
-                    &mut off_out,
-                    want,
-                    0,
-                )
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                return match e.raw_os_error() {
-                    Some(
-                        libc::EXDEV | libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL | libc::EPERM,
-                    ) => Ok(off_in as u64 - start),
-                    _ => Err(e),
-                };
-            }
-            if n == 0 {
-                break;
-            }
-        }
-        Ok(off_in as u64 - start)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (src, dst, end, at);
-        Ok(0)
     }
 }
 

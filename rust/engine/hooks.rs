@@ -141,8 +141,7 @@ pub(super) fn spawn_fault() -> Option<i32> {
 pub(super) fn publish_fault() -> Option<i32> {
     let value = std::env::var("SESSIONTREE_TEST_FORK_FAULT").ok()?;
     if value == "exit" {
-        // SAFETY: ends the process at once, as a crash would (no destructors, no flush).
-        unsafe { libc::_exit(3) }
+        crate::engine::sys::exit_now(3)
     }
     value.parse().ok()
 }

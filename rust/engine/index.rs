@@ -11,7 +11,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -19,9 +18,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::engine::arena::Arena;
 use crate::engine::index_codec::Cursor;
-use crate::engine::jsonl::{
-    create_private, open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS,
-};
+use crate::engine::jsonl::{open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS};
+use crate::engine::sys::{self, create_private, FileAt};
 
 // Bumped whenever the schema rules change (an index records which lines were accepted),
 // what the arena keeps of them does, or the layout does (4: the report's counts by kind,
@@ -198,8 +196,8 @@ fn clear_stale_temp(tmp: &Path) -> bool {
         return false;
     }
     // Only if the name still holds the file checked above.
-    let same = std::fs::symlink_metadata(tmp)
-        .is_ok_and(|m| (m.dev(), m.ino()) == (meta.dev(), meta.ino()));
+    let same =
+        std::fs::symlink_metadata(tmp).is_ok_and(|m| sys::file_id(&m) == sys::file_id(&meta));
     same && std::fs::remove_file(tmp).is_ok()
 }
 

@@ -9,7 +9,6 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::sync::{mpsc, Condvar, Mutex};
 
@@ -24,6 +23,7 @@ use crate::engine::line::{
 };
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
+use crate::engine::sys::{self, FileAt};
 
 impl Store {
     /// Scans lines after the known part; returns the number of torn-tail bytes.
@@ -344,7 +344,7 @@ impl Store {
         let meta = std::fs::metadata(&path)
             .map_err(|e| EngineError::io(format!("refreshing {}", path.display()), &e))?;
         let b = self.file_backing().map(|b| b.dev_ino).unwrap_or_default();
-        if (meta.dev(), meta.ino()) != b || meta.len() < offset {
+        if sys::file_id(&meta) != b || meta.len() < offset {
             return err(
                 ErrorCode::ModifiedExternally,
                 format!("{} was replaced or truncated; reopen it", path.display()),

@@ -1,9 +1,8 @@
 //! JSONL streaming I/O: the line scanner, load reports, limits, durability modes, the
 //! single-writer lock and small file-system helpers.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,6 +10,7 @@ use memchr::memchr;
 
 use crate::engine::error::{EngineError, ErrorCode, Result};
 use crate::engine::names::{lookup, names};
+use crate::engine::sys;
 
 /// How far an append is pushed towards the disk before it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -397,39 +397,15 @@ impl std::error::Error for NotRegular {}
 /// (`O_NOFOLLOW`, `ELOOP`), no wait on a FIFO or device (`O_NONBLOCK`, then `fstat`), and
 /// anything but a regular file refused with a [`NotRegular`] error.
 pub fn open_regular(path: &Path, write: bool) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(write)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
+    let file = sys::open_no_follow(path, write)?;
     let kind = file.metadata()?.file_type();
     if !kind.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "directory"
-        } else if kind.is_fifo() {
-            "FIFO"
-        } else if kind.is_socket() {
-            "socket"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "device"
-        } else {
-            "special file"
-        };
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            NotRegular(what),
+            NotRegular(sys::special_kind(&kind)),
         ));
     }
-    // Back to ordinary blocking I/O (a no-op for regular files, but leave no surprise).
-    // SAFETY: fcntl on a descriptor this function owns; no memory is passed.
-    unsafe {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
+    sys::blocking(&file);
     Ok(file)
 }
 
@@ -441,7 +417,7 @@ pub fn open_error(path: &Path, e: &io::Error) -> EngineError {
     {
         return EngineError::new(ErrorCode::Io, format!("{}: {why}", path.display()));
     }
-    if e.raw_os_error() == Some(libc::ELOOP) {
+    if sys::is_link_refusal(e) {
         let mut err = EngineError::io(format!("opening {}", path.display()), e);
         err.message = format!(
             "{} is a symbolic link; a session is never opened through a link at its name \
@@ -451,19 +427,6 @@ pub fn open_error(path: &Path, e: &io::Error) -> EngineError {
         return err;
     }
     EngineError::io(format!("opening {}", path.display()), e)
-}
-
-/// Creates `path` exclusively, mode 0600 whatever the umask, without following symlinks.
-pub fn create_private(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    Ok(file)
 }
 
 /// Syncs the directory holding `path` so a newly created name survives a crash.
@@ -480,8 +443,7 @@ pub fn lock_writer(file: &File, path: &Path) -> Result<()> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = file.metadata().ok().and_then(|m| lock_holder(m.ino()));
-            let who = match holder {
+            let who = match sys::lock_holder(file) {
                 // The lock is per open file: a second handle of this very process is refused
                 // too, and a newcomer looking for "another process" would look in vain.
                 Some(pid) if pid == std::process::id() => {
@@ -502,20 +464,6 @@ pub fn lock_writer(file: &File, path: &Path) -> Result<()> {
             Err(EngineError::io(format!("locking {}", path.display()), &e))
         }
     }
-}
-
-/// The pid holding a `flock` on inode `ino`, from `/proc/locks` (Linux; best effort).
-fn lock_holder(ino: u64) -> Option<u32> {
-    let text = std::fs::read_to_string("/proc/locks").ok()?;
-    let suffix = format!(":{ino}");
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
-        let (kind, pid, dev_ino) = (f.get(1)?, f.get(4)?, f.get(5)?);
-        (*kind == "FLOCK" && dev_ino.ends_with(&suffix))
-            .then(|| pid.parse().ok())
-            .flatten()
-    })
 }
 
 /// Now as `YYYYMMDDTHHMMSS.mmmZ` (for side-file names).

@@ -11,11 +11,11 @@
 //! resource at once and a line handed out earlier can always be read.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::engine::error::{EngineError, ErrorCode, Result};
+use crate::engine::sys::FileAt;
 
 /// The least number of handed-out lines kept before dead ones are dropped from the list.
 const PRUNE_MIN: usize = 4096;

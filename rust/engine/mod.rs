@@ -19,6 +19,7 @@ mod open;
 pub mod schema;
 pub mod store;
 mod syncer;
+pub mod sys;
 mod torn;
 mod watch;
 mod writer;

@@ -3,8 +3,6 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use memchr::memchr;
@@ -16,12 +14,12 @@ use crate::engine::hooks;
 use crate::engine::hooks::Fault;
 use crate::engine::index;
 use crate::engine::jsonl::{
-    self, create_private, lock_writer, open_error, open_regular, scan, scan_error, Durability,
-    Limits,
+    self, lock_writer, open_error, open_regular, scan, scan_error, Durability, Limits,
 };
 use crate::engine::line::parse_header;
 use crate::engine::store::Store;
 use crate::engine::syncer::{self, GroupSync};
+use crate::engine::sys::{self, create_private, FileAt};
 use crate::engine::watch::ChangeWatch;
 
 pub(super) struct FileBacking {
@@ -55,7 +53,7 @@ impl FileBacking {
         meta: &std::fs::Metadata,
         sync: Option<GroupSync>,
     ) -> FileBacking {
-        let dev_ino = (meta.dev(), meta.ino());
+        let dev_ino = sys::file_id(meta);
         FileBacking {
             path: path.to_path_buf(),
             file,
@@ -323,7 +321,7 @@ impl Store {
         }
         let meta = file.metadata().map_err(io_err)?;
         let sync = match syncer {
-            Some(()) => Some(GroupSync::start(file.as_raw_fd(), path.to_path_buf())?),
+            Some(()) => Some(GroupSync::start(sys::raw_file(&file), path.to_path_buf())?),
             None => None,
         };
         let backing = Backing::File(FileBacking::new(
@@ -403,7 +401,7 @@ impl Store {
             .try_clone()
             .map_err(|e| EngineError::io(ctx("opening"), &e))?;
         let sync = if !opts.readonly && opts.durability == Durability::Group {
-            Some(GroupSync::start(own.as_raw_fd(), path.to_path_buf())?)
+            Some(GroupSync::start(sys::raw_file(&own), path.to_path_buf())?)
         } else {
             None
         };

@@ -9,7 +9,6 @@
 //! (appends, flushes, external-change checks), `syncer` (the `group` background syncer)
 //! and `torn` (torn-tail cuts).
 
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Once, OnceLock};
@@ -20,6 +19,7 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
 use crate::engine::lazy::{LazyLine, LineSource};
 use crate::engine::open::{Backing, ClosedBacking, FileBacking};
+use crate::engine::sys::{self, FileAt};
 
 #[cfg(feature = "test-hooks")]
 pub use crate::engine::hooks::Fault;
@@ -386,9 +386,7 @@ pub(crate) fn current_pid() -> u32 {
     // The handler is registered before the pid is first stored, so no fork after that
     // can leave a child with its parent's pid.
     // SAFETY: registers a plain function with no state; it only calls getpid.
-    HANDLER.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(in_child));
-    });
+    HANDLER.call_once(|| sys::on_fork_child(in_child));
     let pid = std::process::id();
     PID.store(pid, Ordering::Relaxed);
     pid

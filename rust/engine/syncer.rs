@@ -13,13 +13,13 @@
 //! writer inherited by a child never touches its syncer (`Store` checks its owner pid
 //! first); a writer the child opens itself starts the child's own syncer.
 
-use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::engine::error::{EngineError, Result};
 use crate::engine::hooks;
+use crate::engine::sys::{self, RawFile, NO_FILE};
 
 /// Appends within this long of each other share one sync.
 const BATCH_DELAY: Duration = Duration::from_millis(20);
@@ -101,9 +101,9 @@ impl Syncer {
 /// One writer's part in the syncer.
 struct Member {
     path: PathBuf,
-    /// The writer's file descriptor, or -1 once it stopped. Held while syncing, so a
+    /// The writer's file descriptor, or `NO_FILE` once it stopped. Held while syncing, so a
     /// writer's `stop` waits for a sync in flight before its file is closed.
-    fd: Mutex<RawFd>,
+    fd: Mutex<RawFile>,
     state: Mutex<SyncState>,
 }
 
@@ -131,17 +131,14 @@ impl Member {
         };
         let res = {
             let fd = lock(&self.fd);
-            if *fd < 0 {
+            if *fd == NO_FILE {
                 return; // stopped: its close synced it
             }
             match fault {
                 Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
-                // SAFETY: `fd` is the writer's open descriptor: `stop` sets it to -1 under
-                // this lock before the writer closes its file.
-                None => match unsafe { libc::fdatasync(*fd) } {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                },
+                // SAFETY: `fd` is the writer's open descriptor: `stop` sets it to `NO_FILE`
+                // under this lock before the writer closes its file.
+                None => unsafe { sys::sync_data_raw(*fd) },
             }
         };
         if let Err(e) = res {
@@ -171,7 +168,7 @@ impl GroupSync {
     /// Registers the writer whose file is `fd` (which must stay open until [`stop`]).
     ///
     /// [`stop`]: GroupSync::stop
-    pub(super) fn start(fd: RawFd, path: PathBuf) -> Result<GroupSync> {
+    pub(super) fn start(fd: RawFile, path: PathBuf) -> Result<GroupSync> {
         Ok(GroupSync {
             syncer: Syncer::get()?,
             member: Arc::new(Member {
@@ -207,7 +204,7 @@ impl GroupSync {
     /// Leaves the syncer (waiting for a sync of this file in flight); the file may be
     /// closed afterwards. Returns a background sync's failure, if one happened.
     pub(super) fn stop(&mut self) -> Result<()> {
-        *lock(&self.member.fd) = -1;
+        *lock(&self.member.fd) = NO_FILE;
         self.check()
     }
 

@@ -536,7 +536,7 @@ fn external_changes_refused_or_allowed(watched: bool) {
             #[cfg(feature = "test-hooks")]
             assert_eq!(
                 w.change_watch(watched),
-                watched && cfg!(target_os = "linux") && crate::engine::watch::local_fs(&path),
+                watched && crate::engine::sys::LINUX_FAST && crate::engine::watch::local_fs(&path),
                 "{what}"
             );
             #[cfg(not(feature = "test-hooks"))]

@@ -3,13 +3,13 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::engine::error::{EngineError, Result};
-use crate::engine::jsonl::{self, create_private, IssueKind};
+use crate::engine::jsonl::{self, IssueKind};
 use crate::engine::open::Backing;
 use crate::engine::store::Store;
+use crate::engine::sys::{create_private, FileAt};
 
 impl Store {
     pub(super) fn note_torn_tail(&mut self, torn: u64, at: u64) -> Result<()> {

@@ -25,6 +25,7 @@
 //! (such a writer keeps the path check), or a file system other programs change from
 //! another machine (network file systems get no watch either).
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 use std::path::Path;
 
 /// Where a watch can tell: the file's size when no event came, or nothing (the path
@@ -38,14 +39,14 @@ pub(super) enum Quiet {
     No(Option<u64>),
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 pub(super) use linux::ChangeWatch;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
 pub(super) use portable::ChangeWatch;
 
 /// True for the local file systems whose changes inotify reports, whoever makes them.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 #[allow(clippy::unnecessary_cast)] // `f_type` and the constants differ in width by target
 pub(super) fn local_fs(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
@@ -73,12 +74,16 @@ pub(super) fn local_fs(path: &Path) -> bool {
     .contains(&kind)
 }
 
-#[cfg(not(target_os = "linux"))]
-pub(super) fn local_fs(_path: &Path) -> bool {
+#[cfg(all(
+    test,
+    feature = "test-hooks",
+    not(all(target_os = "linux", not(feature = "portable")))
+))]
+pub(super) fn local_fs(_path: &std::path::Path) -> bool {
     false
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
 mod portable {
     use super::Quiet;
     use std::path::Path;
@@ -97,7 +102,7 @@ mod portable {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod linux {
     use std::collections::HashMap;
     use std::ffi::CString;
@@ -315,7 +320,7 @@ mod linux {
             // The path may have changed before the watch was in place: it must still
             // name the caller's file now, or there is no watch.
             let same =
-                crate::engine::writer::path_identity(&path).is_some_and(|(now, _)| now == dev_ino);
+                crate::engine::sys::path_identity(&path).is_some_and(|(now, _)| now == dev_ino);
             (ok && same).then_some(watch)
         }
 

@@ -2,10 +2,6 @@
 //! durability, flushes and syncs, and the checks that refuse to write over another
 //! program's change.
 
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::Path;
-
 use memchr::memchr;
 
 use crate::engine::arena::{RefProblem, NONE};
@@ -16,6 +12,7 @@ use crate::engine::jsonl::Durability;
 use crate::engine::line::{parse_entry, LineError};
 use crate::engine::open::{Backing, FileBacking};
 use crate::engine::store::Store;
+use crate::engine::sys::{self, FileAt};
 use crate::engine::watch::{ChangeWatch, Quiet};
 
 /// `none` durability writes its buffer out once it holds this much.
@@ -279,7 +276,7 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
     }
     // One look at the path answers both questions: when it still names our inode, the
     // size it reports is our file's (a second `fstat` cost ~0.5 µs on every append).
-    match path_identity(&b.path) {
+    match sys::path_identity(&b.path) {
         Some((dev_ino, _)) if dev_ino != b.dev_ino => changed("was replaced"),
         Some((_, len)) if len != b.written_len => changed("was changed by another program"),
         Some(_) => {
@@ -295,46 +292,8 @@ fn check_unchanged(b: &FileBacking) -> Result<()> {
 
 /// The size of the open file (`lseek` to its end: no path, nothing copied out).
 fn file_len(b: &FileBacking) -> Option<u64> {
-    // SAFETY: plain call on the backing's own descriptor; the offset it moves is unused
-    // (every write is positioned).
-    let end = unsafe { libc::lseek(b.file.as_raw_fd(), 0, libc::SEEK_END) };
-    u64::try_from(end).ok()
-}
-
-/// The (device, inode) and size of the file `path` names now (a symlink itself, not its
-/// target); None when it names nothing.
-///
-/// On Linux this is a `statx` asking for no timestamps: a stat that reads the file's
-/// change time makes the kernel (6.13+, multigrain timestamps) give the next write a
-/// fine-grained time and so an inode update, which made every append's write cost about
-/// twice as much (and `lstat` fills in every field).
-pub(super) fn path_identity(path: &Path) -> Option<((u64, u64), u64)> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
-            // SAFETY: `statx` writes into `out`, a plain C struct, and reads the
-            // NUL-terminated `c`.
-            let mut out: libc::statx = unsafe { std::mem::zeroed() };
-            let rc = unsafe {
-                libc::statx(
-                    libc::AT_FDCWD,
-                    c.as_ptr(),
-                    libc::AT_SYMLINK_NOFOLLOW,
-                    libc::STATX_TYPE | libc::STATX_INO | libc::STATX_SIZE,
-                    &mut out,
-                )
-            };
-            let want = libc::STATX_INO | libc::STATX_SIZE;
-            if rc == 0 && out.stx_mask & want == want {
-                let dev = libc::makedev(out.stx_dev_major, out.stx_dev_minor);
-                return Some(((dev, out.stx_ino), out.stx_size));
-            }
-            // A missing file, or no `statx` (old kernels, some sandboxes): `lstat` decides.
-        }
-    }
-    let m = std::fs::symlink_metadata(path).ok()?;
-    Some(((m.dev(), m.ino()), m.len()))
+    // The offset it moves is unused: every write is positioned.
+    std::io::Seek::seek(&mut &b.file, std::io::SeekFrom::End(0)).ok()
 }
 
 /// Writes `pending` in one `write`; on failure trims any partial line back off.
