@@ -206,6 +206,13 @@ def test_paths_that_cannot_be_encoded_are_refused(tmp_path: Any) -> None:
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("dialect", [BAD, 5])
+def test_a_bad_dialect_is_refused(tmp_path: Any, dialect: Any) -> None:
+    path = str(tmp_path / "s.jsonl")
+    refused(lambda: st.JsonlSessionStorage.create(path, dialect=dialect), cause=False)
+    assert os.listdir(tmp_path) == []
+
+
 def test_paths_with_an_undecodable_byte_still_work(tmp_path: Any) -> None:
     # surrogateescape: "\udcff" is the file-name byte 0xff, a path like any other.
     path = str(tmp_path / f"s{ESCAPED_BYTE}.jsonl")
@@ -219,23 +226,28 @@ def test_paths_with_an_undecodable_byte_still_work(tmp_path: Any) -> None:
 # --------------------------------------------------------------------------- repositories
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(params=["memory", "jsonl", "pi"])
 def repo(request: pytest.FixtureRequest, tmp_path: Any) -> st.SessionRepo:
     if request.param == "memory":
         return st.InMemorySessionRepo()
+    if request.param == "pi":
+        return st.PiSessionRepo(str(tmp_path / "pi"))
     return st.JsonlSessionRepo(str(tmp_path / "repo"))
 
 
 def _repo_state(repo: st.SessionRepo) -> Any:
-    """The sessions listed, and the session files with their bytes."""
+    """The sessions listed, the folders, and the session files with their bytes."""
     listed = sorted(m.id for m in repo.list())
-    files = {}
+    found: dict[str, bytes | None] = {}
     if isinstance(repo, st.JsonlSessionRepo):
-        for name in os.listdir(repo.root_dir):
-            if name.endswith(".jsonl"):
-                with open(os.path.join(repo.root_dir, name), "rb") as f:
-                    files[name] = f.read()
-    return listed, files
+        for folder, dirs, names in os.walk(repo.root_dir):
+            for d in dirs:
+                found[os.path.join(folder, d)] = None
+            for name in names:
+                if name.endswith(".jsonl"):
+                    with open(os.path.join(folder, name), "rb") as f:
+                        found[os.path.join(folder, name)] = f.read()
+    return listed, found
 
 
 # (call, code, whether the UnicodeEncodeError is the cause: not where the header or entry
@@ -248,14 +260,18 @@ REPO_CALLS: dict[str, tuple[Callable[[st.SessionRepo, str, str], object], str, b
         True,
     ),
     "list(cwd)": (lambda r, sid, t: r.list(cwd=t), "invalid_argument", True),
-    "create(cwd)": (lambda r, sid, t: r.create(cwd=t), "invalid_argument", False),
-    "create(name)": (lambda r, sid, t: r.create(name=t), "invalid_argument", False),
+    "create(cwd)": (lambda r, sid, t: r.create(cwd=t), "invalid_argument", True),
+    "create(name)": (lambda r, sid, t: r.create(cwd="/new", name=t), "invalid_argument", True),
     "create(parent_session)": (
-        lambda r, sid, t: r.create(parent_session=t),
+        lambda r, sid, t: r.create(cwd="/new", parent_session=t),
+        "invalid_argument",
+        True,
+    ),
+    "create(metadata)": (
+        lambda r, sid, t: r.create(cwd="/new", metadata={"k": t}),
         "invalid_argument",
         False,
     ),
-    "create(metadata)": (lambda r, sid, t: r.create(metadata={"k": t}), "invalid_argument", False),
     # Session ids are file names: text that is not one is ``invalid_id``, as before.
     "create(session_id)": (lambda r, sid, t: r.create(session_id=t), "invalid_id", False),
     "open": (lambda r, sid, t: r.open(t), "invalid_id", False),

@@ -14,6 +14,7 @@ from .._util import check_text, uuid7
 from ..errors import SessionError
 from ..model.entries import (
     SessionHeader,
+    header_to_json,
 )
 from ..model.types import SessionMetadata
 from ..session import Session
@@ -107,13 +108,20 @@ def _new_header(
             "invalid_argument",
             f"parent_session must be a str or None, not {type(parent_session).__name__}",
         )
+    for arg, text in (("cwd", cwd_text), ("name", name), ("parent_session", parent_session)):
+        if text is not None:
+            check_text(arg, text)
     sid = uuid7() if session_id is None else _check_session_id(session_id)
-    return SessionHeader.generate(
+    header = SessionHeader.generate(
         cwd=cwd_text,
         parent_session=parent_session,
         metadata=metadata,  # type: ignore[arg-type]  # SessionHeader validates it
         session_id=sid,
     )
+    # Encoded once here, so metadata no file can hold (a lone surrogate, NaN) is refused
+    # before a repository makes any file or folder for the session.
+    header_to_json(header)
+    return header
 
 
 def _check_list_args(cwd: object, limit: object) -> str | None:

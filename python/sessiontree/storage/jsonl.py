@@ -64,6 +64,11 @@ class JsonlSessionStorage(_EngineStorage):
         """
         file = fspath_arg("path", path)
         mode = _check_durability(durability)
+        if dialect not in ("sessiontree", "pi"):
+            # Checked here too: the engine takes only a str (a bare TypeError otherwise).
+            raise SessionError(
+                "invalid_argument", f'dialect must be "sessiontree" or "pi", not {dialect!r}'
+            )
         engine = _core.Engine.create(
             file,
             _make_header(header),
