@@ -147,7 +147,10 @@ class SessionStorage(abc.ABC):
     Implement it to keep sessions elsewhere. Contract: ``append_entry`` validates the
     entry (``duplicate_id`` for a used id, ``not_found`` for an unknown parent) and moves
     the leaf to it — or, for a ``LeafEntry``, to its ``target_id``. Unknown ids passed to
-    path and children methods raise ``not_found``; ``get_entry`` returns ``None``.
+    path and children methods raise ``not_found``; ``get_entry`` returns ``None``. A text
+    argument that is not a ``str``, or holds text UTF-8 cannot encode (a lone surrogate,
+    which no session can hold), is ``invalid_argument`` everywhere, ``get_entry``
+    included.
     """
 
     @abc.abstractmethod
