@@ -341,3 +341,24 @@ def test_no_control_reaches_a_terminal(hostile: tuple[Path, dict[str, str]], cas
     plain = _SGR.sub("", out)
     for field in fields:
         assert shown(field) in plain, (field, plain)
+
+
+def test_json_output_escapes_del_and_c1_controls(cli: Runner, tmp_path: Path) -> None:
+    """``--json`` keeps UTF-8 but escapes every control: JSON escapes C0 itself, and DEL and
+    the C1 controls (U+009B is a one-character CSI to some terminals) are escaped too."""
+    name = "n\x9b2J\x7f\x85é"
+    path = tmp_path / "c1.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path, durability="flush")) as s:
+        s.append_session_info(name)
+        s.append_message(st.UserMessage(name))
+    for args in (
+        ["tree", str(path)],
+        ["show", str(path)],
+        ["stats", str(path)],
+        ["ls", str(tmp_path)],
+    ):
+        proc = cli(*args, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert not re.search("[\x00-\x1f\x7f-\x9f]", proc.stdout.replace("\n", "")), args
+        assert "é" in proc.stdout  # non-ASCII text stays as it is
+        assert name in json.dumps(json.loads(proc.stdout), ensure_ascii=False), args

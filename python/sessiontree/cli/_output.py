@@ -273,12 +273,23 @@ class Output:
 
     def json(self, doc: Any) -> None:
         """One JSON document, pretty-printed, UTF-8 (non-ASCII kept)."""
-        json.dump(doc, self.stream, ensure_ascii=False, indent=2)
-        self.stream.write("\n")
+        self.stream.write(json_text(doc, indent=2) + "\n")
 
     def json_line(self, doc: Any) -> None:
         """One JSON document on one line (for streamed lists)."""
-        self.stream.write(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.stream.write(json_text(doc, separators=(",", ":")) + "\n")
+
+
+# JSON escapes C0 controls itself; DEL and the C1 controls (U+009B is a one-character CSI
+# to some terminals) it would write raw with ensure_ascii=False.
+_JSON_RAW_CONTROLS: Final = re.compile("[\x7f-\x9f]")
+
+
+def json_text(doc: Any, **options: Any) -> str:
+    """``doc`` as JSON for a terminal or a pipe: UTF-8 kept, every control character escaped
+    (``\\u007f``-style for DEL and C1, which ``json`` leaves raw)."""
+    text = json.dumps(doc, ensure_ascii=False, **options)
+    return _JSON_RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _want_color(mode: str, stream: IO[str]) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import itertools
-import json
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from .. import (
     SessionTreeEntry,
 )
 from ._describe import KIND_STYLES, entry_text, kind_of
-from ._output import Output, cell_width, fit, open_output, safe_line
+from ._output import Output, cell_width, fit, json_text, open_output, safe_line
 from ._target import Options, open_readonly, resolve
 
 SCHEMA = "tree"
@@ -462,7 +461,7 @@ def _write_json(
         "entry_count": shape.n,
         "leaf_id": leaf_id,
     }
-    text = json.dumps(head, ensure_ascii=False, indent=2)
+    text = json_text(head, indent=2)
     out.write(text[:-2] + ',\n  "nodes": [')
     first = True
     for batch in layout.rows():
@@ -485,6 +484,6 @@ def _write_json(
                 "timestamp": entry.timestamp,
                 "text": entry_text(entry),
             }
-            out.write(("\n    " if first else ",\n    ") + json.dumps(node, ensure_ascii=False))
+            out.write(("\n    " if first else ",\n    ") + json_text(node))
             first = False
     out.write("\n  ]\n}\n" if not first else "]\n}\n")
