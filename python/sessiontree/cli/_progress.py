@@ -27,7 +27,9 @@ _POLL_S: Final = 0.1
 
 
 def _fd_reading(path: str) -> int | None:
-    """The descriptor of this process open on ``path``, if /proc shows one."""
+    """The descriptor of this process open on ``path``, if /proc shows one (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         real = os.path.realpath(path)
         for name in os.listdir("/proc/self/fd"):

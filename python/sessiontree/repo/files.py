@@ -1,4 +1,6 @@
-"""File helpers: private directories, atomic publishing, quiet unlinks."""
+"""File helpers: private directories, atomic publishing, quiet unlinks, and the package's
+few OS-specific calls (each with a portable path: the flags and the lock are Unix's, and
+elsewhere the open goes without them)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,23 @@ __all__ = []
 
 _O_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+# A FIFO planted at a name must not hang an open.
+_O_NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+
+
+def _try_writer_lock(fd: int) -> bool:
+    """Takes the writer's lock (the engine's ``flock``) on ``fd`` if no writer holds it;
+    False when one does. Without ``fcntl`` (Windows) it takes nothing and says True: there
+    the OS itself refuses to remove a file a writer has open."""
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _os_error(what: str, exc: OSError) -> SessionError:

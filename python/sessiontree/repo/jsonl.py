@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import builtins
 import errno
-import fcntl
 import json
 import os
 import re
@@ -40,9 +39,11 @@ from .base import (
 from .files import (
     _O_CLOEXEC,
     _O_NOFOLLOW,
+    _O_NONBLOCK,
     _is_regular,
     _make_private_dir,
     _os_error,
+    _try_writer_lock,
     _unlink_quietly,
     _write_atomically,
 )
@@ -240,7 +241,7 @@ class JsonlSessionRepo(SessionRepo):
         cache_path = os.path.join(self._root, _CACHE_NAME)
         try:
             # O_NONBLOCK: a FIFO planted at the name must not hang the listing.
-            fd = os.open(cache_path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+            fd = os.open(cache_path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK)
         except OSError:
             return {}
         try:
@@ -375,7 +376,7 @@ class JsonlSessionRepo(SessionRepo):
     def _delete_path(self, sid: str, path: str) -> None:
         """Deletes session ``sid``'s file at ``path``, its side files and its cache row."""
         try:
-            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | os.O_NONBLOCK)
+            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK)
         except FileNotFoundError:
             raise SessionError("not_found", f"session {sid!r} not found") from None
         except OSError as exc:
@@ -383,16 +384,11 @@ class JsonlSessionRepo(SessionRepo):
                 raise _os_error(f"opening {path}", exc) from exc
             fd = -1  # a symlink: removing the name touches nothing else
         try:
-            if fd >= 0:
-                # The writer lock is a flock on the file (see the engine's lock_writer):
-                # taking it ourselves proves no writer holds it, and keeps a new writer out
-                # until the name is gone, without reading the file.
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise SessionError(
-                        "locked", f"session {sid!r} is open for writing; close it first"
-                    ) from None
+            # The writer lock is a flock on the file (see the engine's lock_writer): taking
+            # it ourselves proves no writer holds it, and keeps a new writer out until the
+            # name is gone, without reading the file.
+            if fd >= 0 and not _try_writer_lock(fd):
+                raise SessionError("locked", f"session {sid!r} is open for writing; close it first")
             try:
                 os.unlink(path)
             except FileNotFoundError:
