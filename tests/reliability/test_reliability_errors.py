@@ -4,7 +4,7 @@ right code, raised where the problem is found.
 - A file truncated under an open reader, then grown back with other bytes: reading an
   entry past the cut raises ``modified_externally`` (it used to raise ``io`` without a
   cause, then a bare ``ValueError: invalid JSON``); entries before the cut still read.
-  A file storage hands entries out unread (README, "Performance"): the line is read, and
+  A file storage hands entries out unread (docs/performance.md): the line is read, and
   the error raised, when a field beyond ``id``, ``parent_id`` and ``timestamp`` is first
   read, so the calls below read every field of what they get.
 - A header is checked in full when the file is opened (``timestamp`` an ISO-8601 time,

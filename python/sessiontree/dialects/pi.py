@@ -5,7 +5,7 @@ and reads pi's lines through the same arena and model as sessiontree's, so ``Ses
 ``build_context``, trees, labels, names and forks work unchanged. This module holds what is
 pi's alone: its names for roles (:func:`pi_role`), its conversion of a context into the
 messages the model is sent (:func:`convert_to_llm`), and converting whole files between
-the dialects (:func:`convert_file`). See the README's "pi sessions".
+the dialects (:func:`convert_file`). See ``docs/pi.md``.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ FETCH_BYTES: Final = 64 * 1024 * 1024
 # or until this many bytes are waiting, then go to the server in one transaction.
 NONE_BATCH_BYTES: Final = 64 * 1024
 
-# synchronous_commit per durability mode (see the README's guarantee table): ``fsync``
+# synchronous_commit per durability mode (see docs/postgres.md's guarantee table): ``fsync``
 # waits for the server's WAL flush; the others return once the commit is in the server's
 # memory, and its WAL writer flushes within three wal_writer_delay (0.6 s by default).
 _SYNCHRONOUS_COMMIT: Final = {"none": "off", "flush": "off", "group": "off", "fsync": "on"}
@@ -221,7 +221,7 @@ class PostgresSessionStorage(_EngineStorage):
                 ``psycopg_pool.ConnectionPool``.
             header: the header to write (a new one by default).
             schema: the schema holding the tables (created and migrated if needed).
-            durability: ``none``, ``flush``, ``group`` or ``fsync`` (see the README).
+            durability: ``none``, ``flush``, ``group`` or ``fsync`` (see ``docs/postgres.md``).
             limits: size limits.
             notify: send a NOTIFY after each commit, for :meth:`wait_for_entries`.
 

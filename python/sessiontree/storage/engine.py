@@ -230,7 +230,7 @@ class _EngineStorage(SessionStorage):
     @property
     def dialect(self) -> str:
         """``"sessiontree"``, or ``"pi"`` for a file written by pi (told by the engine from
-        the header and the first entries; see the README's "pi sessions")."""
+        the header and the first entries; see ``docs/pi.md``)."""
         return self._engine.dialect[0]
 
     @property
