@@ -278,5 +278,33 @@ def test_the_collector_is_left_as_it_was(tmp_path: Path, small_chunks: list[int]
             assert not gc.isenabled()
         finally:
             gc.enable()
+        # Objects the application froze (before a fork, say) stay frozen.
+        gc.freeze()
+        try:
+            frozen = gc.get_freeze_count()
+            await session.get_tree()
+            # (a few of them may have been freed meanwhile; unfrozen, none would be left)
+            assert gc.get_freeze_count() > frozen * 0.9
+        finally:
+            gc.unfreeze()
+
+    asyncio.run(main())
+
+
+def test_a_chunked_build_leaves_no_young_objects_to_scan(small_chunks: list[int]) -> None:
+    """The objects a chunked build made are not left in the young generation, where the
+    next collection would scan them all at once, holding the GIL."""
+    import gc
+
+    storage = st.InMemorySessionStorage()
+    _grow(st.Session(storage), _policy.BULK_INLINE_ENTRIES + 10)
+
+    async def main() -> None:
+        session = st.AsyncSession(storage)
+        tree = await session.get_tree()
+        young = {id(o) for o in gc.get_objects(generation=0)}
+        young |= {id(o) for o in gc.get_objects(generation=1)}
+        assert id(tree[0]) not in young
+        assert id(tree[0].entry) not in young
 
     asyncio.run(main())

@@ -59,12 +59,15 @@ class _Steps:
     The cyclic garbage collector stays off for the whole build, as for one engine read
     (``storage.engine._read_entries``): left on, it would run a full collection each
     time the heap grew by a quarter (several during a 100k-entry tree, each holding the
-    GIL for tens of milliseconds). What is left is the young collection that scans the
-    objects of the build once, after it, as after the sync call (CPython's collector
-    is not incremental: that scan holds the GIL, about 0.1 us an object). Collecting
-    young objects chunk by chunk instead would move them all to the oldest generation
-    and bring the next full collection forward, a worse stall. Nothing is done to a
-    collector that was off already.
+    GIL for tens of milliseconds). Turned back on, it would then scan every object the
+    build made in its next young collection, in one go (CPython's collector is not
+    incremental): 300k objects of a 100k-entry tree, 25-50 ms holding the GIL. So the
+    build's objects, with every other young object of the process, are moved to the
+    oldest generation first (``gc.freeze()`` then ``gc.unfreeze()``: two list splices,
+    no scan), as if they had survived their young collections; garbage among them is
+    collected by the next full collection, when the interpreter decides to run one.
+    Skipped when the application froze objects itself (``gc.get_freeze_count()``), and
+    nothing is done to a collector that was off already.
     """
 
     __slots__ = ("paused",)
@@ -77,6 +80,9 @@ class _Steps:
 
     def __exit__(self, *exc: object) -> None:
         if self.paused:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
     def step(self) -> None:
@@ -125,7 +131,11 @@ def _branch(
         if not known:
             return _entries_at(storage, positions, steps)
         id_of = engine.id_of
-        ids = [id_of(p) for p in positions]
+        ids: list[str] = []
+        for start in range(0, len(positions), CHUNK):
+            if start:
+                steps.step()
+            ids += [id_of(p) for p in positions[start : start + CHUNK]]
         missing = [p for p, entry_id in zip(positions, ids, strict=True) if entry_id not in known]
         made = iter(_entries_at(storage, missing, steps))
         return [known[entry_id] if entry_id in known else next(made) for entry_id in ids]
