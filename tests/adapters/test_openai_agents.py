@@ -38,6 +38,7 @@ from sessiontree.adapters.openai_agents import (
     OpenAIAgentsSession,
     item_to_message,
     message_to_items,
+    session_id_for,
 )
 
 from .conftest import FakeOpenAIAPI, run
@@ -222,14 +223,16 @@ def test_items_returned_are_the_callers_to_change(repo: AsyncSessionRepo) -> Non
     run(main())
 
 
-def test_open_refuses_an_unsafe_id_and_creates_a_missing_session(repo: AsyncSessionRepo) -> None:
+def test_open_maps_an_unsafe_id_and_creates_a_missing_session(repo: AsyncSessionRepo) -> None:
     async def main() -> None:
-        with pytest.raises(st.SessionError) as err:
-            await OpenAIAgentsSession.open(repo, "../escape")
-        assert err.value.code == "invalid_id"
+        escape = await OpenAIAgentsSession.open(repo, "../escape")
+        assert escape.session_id == "../escape"
+        mapped = escape.session.id
+        assert mapped == session_id_for("../escape") != "../escape"
+        await escape.close()
         fresh = await OpenAIAgentsSession.open(repo)
         assert await fresh.get_items() == []
-        assert [m.id for m in await repo.list()] == [fresh.session_id]
+        assert {m.id for m in await repo.list()} == {fresh.session_id, mapped}
         await fresh.close()
         with pytest.raises(st.SessionError) as err:
             OpenAIAgentsSession("chat")  # type: ignore[arg-type]

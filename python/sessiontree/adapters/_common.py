@@ -15,11 +15,16 @@ construction, not by the converters being right about every field.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
 import json
-from collections.abc import Callable
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._util import check_text
 from ..errors import SessionError
@@ -27,13 +32,23 @@ from ..model.messages import AgentMessage
 
 if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
+    from ..model.entries import SessionTreeEntry
+    from ..repo import SessionRepo
+    from ..session import Session
+    from ..storage import Limits
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "SharedSession",
     "as_async_repo",
     "as_async_session",
+    "check_entries",
+    "check_writes",
     "import_framework",
     "in_lane",
     "json_copy",
+    "limits_of",
+    "mapped_id",
     "residual_of",
     "same_json",
     "to_json",
@@ -135,3 +150,255 @@ def as_async_repo(repo: object) -> AsyncSessionRepo:
         "invalid_argument",
         f"repo must be an AsyncSessionRepo or a SessionRepo, not {type(repo).__name__}",
     )
+
+
+# ----------------------------------------------------------------- ids the framework gives
+
+
+def mapped_id(prefix: str, parts: Sequence[str]) -> str:
+    """The session id an adapter keeps a framework's id (or key of several ``parts``)
+    under: ``prefix`` and the first 32 hex digits of the SHA-256 of the parts' UTF-8,
+    joined by NUL. The same parts give the same id in every process and on every host; it
+    is a safe file name and database key whatever the parts hold. The adapters keep the
+    parts in the session's header metadata and check them on open, so two different ids
+    never share a session (a collision is refused, never merged).
+
+    >>> mapped_id("claude-", ["p", "s", ""])
+    'claude-0d8b4952a543a8802c9f8bf1b475d715'
+    """
+    text = "\0".join(parts)
+    check_text("a session id", text)
+    return prefix + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+# ------------------------------------------------------------------ checking before writing
+
+
+def limits_of(repo: object) -> Limits | None:
+    """The limits the sessions of ``repo`` (an ``AsyncSessionRepo`` or ``SessionRepo``) are
+    written under, when the repository says (``None``: the defaults)."""
+    from ..aio import AsyncSessionRepo
+    from ..storage import Limits
+
+    if isinstance(repo, AsyncSessionRepo):
+        repo = repo.repo
+    limits = getattr(repo, "_limits", None)
+    return limits if isinstance(limits, Limits) else None
+
+
+def check_writes(limits: Limits | None, write: Callable[[Session], object]) -> None:
+    """Runs ``write`` on a scratch in-memory session with the same ``limits`` (the same
+    engine checks: UTF-8, nesting depth, line size, ids), so a batch that would fail part
+    way is refused before any of it reaches the real session. Costs about 10 µs an entry."""
+    from ..session import Session
+    from ..storage import InMemorySessionStorage
+
+    scratch = Session(InMemorySessionStorage(limits=limits))
+    try:
+        write(scratch)
+    finally:
+        scratch.close()
+
+
+def check_entries(limits: Limits | None, entries: Sequence[SessionTreeEntry]) -> None:
+    """:func:`check_writes` for entries with their own ids and parents: each is appended
+    to the scratch session (under ``None`` when its parent is not among them; an id seen
+    before is skipped, as the adapters skip entries already stored)."""
+
+    def write(scratch: Session) -> None:
+        storage = scratch.storage
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.id in seen:
+                continue
+            if entry.parent_id is not None and entry.parent_id not in seen:
+                entry = dataclasses.replace(entry, parent_id=None)
+            storage.append_entry(entry)
+            seen.add(entry.id)
+
+    check_writes(limits, write)
+
+
+# ------------------------------------------------------------ one writer per session, shared
+
+
+DEFAULT_LOCK_TIMEOUT: Final = 5.0
+"""Seconds an adapter's ``open`` waits for a session another process is writing (the
+default ``timeout`` of Python's ``sqlite3``, which the SDKs' SQLite stores wait as long)."""
+
+
+class _Slot:
+    """A session of one repository, as shared by the adapter objects of this process."""
+
+    __slots__ = ("gate", "refs", "session", "users")
+
+    def __init__(self) -> None:
+        self.gate = threading.Lock()  # held while the session is opened or released
+        self.session: AsyncSession | None = None
+        self.refs = 0  # adapter objects holding ``session``
+        self.users = 0  # threads between looking the slot up and leaving its gate
+
+
+_slots: dict[tuple[Any, ...], _Slot] = {}
+_slots_lock = threading.Lock()
+
+
+def _repo_key(repo: SessionRepo) -> tuple[Any, ...]:
+    """What names a repository in the registry: a JSONL repository by its directory (every
+    repo object over it shares), any other by the object itself."""
+    from ..repo import JsonlSessionRepo
+
+    if isinstance(repo, JsonlSessionRepo):
+        return (type(repo).__qualname__, os.path.realpath(repo.root_dir))
+    return (type(repo).__qualname__, id(repo), repo)
+
+
+def _is_closed(session: AsyncSession) -> bool:
+    return bool(getattr(session.storage, "closed", False))
+
+
+def _open_or_create(
+    repo: SessionRepo,
+    session_id: str,
+    create: dict[str, Any] | None,
+    lock_timeout: float,
+) -> Session:
+    """Opens ``session_id`` (creating it with ``create``'s arguments when it does not exist
+    and ``create`` is given), waiting up to ``lock_timeout`` seconds while another process
+    writes it (``locked``) or creates it at the same time (``exists``)."""
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.005
+    while True:
+        try:
+            try:
+                return repo.open(session_id)
+            except SessionError as exc:
+                if exc.code != "not_found" or create is None:
+                    raise
+            return repo.create(session_id=session_id, **create)
+        except SessionError as exc:
+            left = deadline - time.monotonic()
+            if exc.code not in ("locked", "exists") or left <= 0:
+                raise
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.2)
+
+
+def _acquire(
+    repo: SessionRepo,
+    session_id: str,
+    create: dict[str, Any] | None,
+    lock_timeout: float,
+    verify: Callable[[Session], None] | None,
+) -> tuple[tuple[Any, ...], AsyncSession]:
+    from ..aio import AsyncSession
+
+    key = (*_repo_key(repo), session_id)
+    with _slots_lock:
+        slot = _slots.get(key)
+        if slot is None:
+            slot = _slots[key] = _Slot()
+        slot.users += 1
+    try:
+        with slot.gate:
+            session = slot.session
+            if session is None or _is_closed(session):
+                opened = _open_or_create(repo, session_id, create, lock_timeout)
+                if verify is not None:
+                    try:
+                        verify(opened)
+                    except BaseException:
+                        opened.close()
+                        raise
+                session = slot.session = AsyncSession.wrap(opened)
+                slot.refs = 0
+            elif verify is not None:
+                verify(session.session)
+            slot.refs += 1
+            return key, session
+    finally:
+        with _slots_lock:
+            slot.users -= 1
+            if slot.users == 0 and slot.refs == 0 and _slots.get(key) is slot:
+                del _slots[key]
+
+
+def _release(key: tuple[Any, ...], session: AsyncSession) -> bool:
+    """Drops one reference; True when it was the last (the caller closes the session)."""
+    with _slots_lock:
+        slot = _slots.get(key)
+    if slot is None:
+        return True
+    with slot.gate, _slots_lock:
+        if slot.session is not session:
+            return True  # replaced after it was closed: the caller's own to close
+        slot.refs -= 1
+        if slot.refs > 0:
+            return False
+        slot.session = None
+        if slot.users == 0 and _slots.get(key) is slot:
+            del _slots[key]
+        return True
+
+
+class SharedSession:
+    """An adapter object's hold on a session shared through the process-wide registry:
+    every adapter object that opens one session of one repository (a JSONL directory, or
+    one repository object) in this process gets the same :class:`~sessiontree.AsyncSession`,
+    so they are one writer, and their calls queue in its lane. The session is closed when
+    the last holder releases it.
+
+    Across processes a session still has one writer: :meth:`acquire` waits, up to
+    ``lock_timeout`` seconds, for another process to close it, then raises ``locked``.
+    """
+
+    __slots__ = ("_key", "_released", "session")
+
+    def __init__(self, key: tuple[Any, ...], session: AsyncSession) -> None:
+        self._key = key
+        self._released = False
+        self.session = session
+
+    @classmethod
+    async def acquire(
+        cls,
+        repo: AsyncSessionRepo | SessionRepo,
+        session_id: str,
+        *,
+        create: dict[str, Any] | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        verify: Callable[[Session], None] | None = None,
+    ) -> SharedSession:
+        """A hold on session ``session_id`` of ``repo``: the registry's, or the session
+        opened now (created with ``create``'s arguments if it does not exist and
+        ``create`` is given); ``verify`` checks the session opened (its header)."""
+        from ..aio._lane import run_in_thread, wait
+
+        sync_repo = as_async_repo(repo).repo
+        if (
+            isinstance(lock_timeout, bool)
+            or not isinstance(lock_timeout, (int, float))
+            or not lock_timeout >= 0
+        ):
+            raise SessionError("invalid_argument", "lock_timeout must be a number >= 0")
+
+        def cleanup(got: tuple[tuple[Any, ...], AsyncSession]) -> None:
+            # The awaiting task was cancelled once the session was opened: let it go.
+            if _release(*got):
+                got[1].session.close()
+
+        key, session = await wait(
+            run_in_thread(_acquire, sync_repo, session_id, create, float(lock_timeout), verify),
+            cleanup,
+        )
+        return cls(key, session)
+
+    async def release(self) -> None:
+        """Lets the session go (idempotent); the last holder closes it."""
+        from ..aio._lane import run_in_thread, wait
+
+        if self._released:
+            return
+        self._released = True
+        if await wait(run_in_thread(_release, self._key, self.session)):
+            await self.session.close()

@@ -29,13 +29,14 @@ session, then adds the compacted items), make branches instead of losing history
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from .._util import now_ms
-from ..errors import SessionError
+from .._util import now_ms, uuid7
+from ..errors import ClosedError, InvalidArgumentError, SessionError
 from ..model.entries import CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
     AgentMessage,
@@ -48,11 +49,17 @@ from ..model.messages import (
     UserMessage,
     message_from_dict,
 )
+from ..repo import is_valid_session_id
 from ._common import (
-    as_async_repo,
+    DEFAULT_LOCK_TIMEOUT,
+    SharedSession,
     as_async_session,
+    check_writes,
     import_framework,
+    in_lane,
     json_copy,
+    limits_of,
+    mapped_id,
     residual_of,
     same_json,
     to_json,
@@ -72,18 +79,26 @@ if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
     from ..repo import SessionRepo
     from ..session import Session
+    from ..storage import Limits
 else:
     TResponseInputItem = dict
 
+T = TypeVar("T")
+
 __all__ = [
+    "ID_PREFIX",
     "ITEM_CUSTOM_TYPE",
+    "METADATA_KEY",
     "RESIDUAL_KEY",
     "Branch",
     "ItemEntry",
+    "ItemTypeError",
     "OpenAIAgentsSession",
+    "SessionClosedError",
     "entry_to_items",
     "item_to_message",
     "message_to_items",
+    "session_id_for",
 ]
 
 ITEM_CUSTOM_TYPE: Final = "openai_agents.item"
@@ -92,6 +107,74 @@ ITEM_CUSTOM_TYPE: Final = "openai_agents.item"
 RESIDUAL_KEY: Final = "openai_agents"
 """The extra message field holding what of the item the message does not (see
 ``sessiontree.adapters._common``)."""
+
+METADATA_KEY: Final = "openai_agents"
+"""The header metadata key holding ``{"session_id": <the SDK's session id>}``."""
+
+ID_PREFIX: Final = "openai-agents-"
+"""How the sessiontree ids of the SDK ids that are not safe file names begin (see
+:func:`session_id_for`)."""
+
+
+class SessionClosedError(ClosedError, RuntimeError):
+    """A call on an :class:`OpenAIAgentsSession` after its ``close()``: sessiontree's
+    ``closed`` error that is also the ``RuntimeError`` the SDK's own sessions raise."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.code, self.message))
+
+
+class ItemTypeError(InvalidArgumentError, TypeError):
+    """An item :meth:`OpenAIAgentsSession.add_items` cannot store (not a dict, or not
+    JSON): sessiontree's ``invalid_argument`` (a ``ValueError``) that is also the
+    ``TypeError`` the SDK's own sessions raise (``json.dumps``'s). Nothing of the batch is
+    written then."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.code, self.message))
+
+
+def session_id_for(session_id: str) -> str:
+    """The sessiontree session id (file name, database key) the SDK's ``session_id`` is
+    kept under: the id itself when it is a safe file name
+    (:func:`~sessiontree.is_valid_session_id`) not starting with :data:`ID_PREFIX`; else
+    :data:`ID_PREFIX` and the first 32 hex digits of the SHA-256 of its UTF-8. So any
+    string works as a session id (``user:42``, ``tenant/user``, ``alice@example.com``,
+    a 500-character id), the same id gives the same session in every process, and a plain
+    id stays readable in ``sessiontree ls``. The SDK's id is kept in the header's metadata
+    (:data:`METADATA_KEY`) and checked on open, so two ids never share a session.
+
+    >>> session_id_for("support-42"), session_id_for("user:42")
+    ('support-42', 'openai-agents-ea3fd43be1e57d62e163dae19fc740bd')
+    """
+    if not isinstance(session_id, str):
+        raise SessionError(
+            "invalid_argument", f"a session id must be a str, not {type(session_id).__name__}"
+        )
+    if is_valid_session_id(session_id) and not session_id.startswith(ID_PREFIX):
+        return session_id
+    return mapped_id(ID_PREFIX, [session_id])
+
+
+def _sdk_id_of(session: Session) -> str | None:
+    """The SDK's session id kept in the header's metadata, if any."""
+    metadata = session.storage.get_metadata().metadata
+    kept = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
+    sdk_id = kept.get("session_id") if isinstance(kept, dict) else None
+    return sdk_id if isinstance(sdk_id, str) else None
+
+
+def _verifier(session_id: str) -> Callable[[Session], None]:
+    def verify(session: Session) -> None:
+        kept = _sdk_id_of(session)
+        if kept is not None and kept != session_id:
+            raise SessionError(
+                "exists",
+                f"session {session.id!r} holds SDK session {kept!r}, not {session_id!r}",
+            )
+
+    return verify
+
 
 DEFAULT_PROVIDER: Final = "openai"
 DEFAULT_MODEL: Final = "unknown"
@@ -507,9 +590,17 @@ class OpenAIAgentsSession:
     next item starts a new root. Nothing is deleted: every earlier state of the history is
     a branch of the tree (:meth:`list_branches`, :meth:`branch`).
 
+    Open it with :meth:`open` (any string is a session id; see :func:`session_id_for`).
+    Every object opened on one session of one repository in this process shares one
+    writer, as the SDK's stores let one object per request work on one session; their
+    calls take turns, and each of ``add_items`` (the whole batch), ``pop_item``,
+    ``clear_session`` and :meth:`branch` is one step no other call comes between. Close
+    each object when done (``close()`` or ``async with``): the last one to close releases
+    the session, which another process waits for (``lock_timeout``).
+
     Args:
         session: the sessiontree session (an :class:`~sessiontree.AsyncSession`; a sync
-            :class:`~sessiontree.Session` is wrapped).
+            :class:`~sessiontree.Session` is wrapped). ``close()`` closes it.
         session_settings: the SDK's ``SessionSettings`` (or its dict), whose ``limit``
             is the default of :meth:`get_items`.
         provider: the provider written on assistant messages (items do not say).
@@ -546,6 +637,11 @@ class OpenAIAgentsSession:
         # a call to get_items decodes the cached text (what a database-backed session pays)
         # instead of reading each entry's line and converting its message again.
         self._items_json: dict[str, str] = {}
+        self._sdk_id = _sdk_id_of(session.session) or session.session.id
+        self._closed = False
+        # The registry hold when opened by ``open`` (else ``close`` closes the session).
+        self._shared: SharedSession | None = None
+        self._limits: Limits | None = None
 
     @classmethod
     async def open(
@@ -557,30 +653,74 @@ class OpenAIAgentsSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> OpenAIAgentsSession:
-        """Open the session ``session_id`` of ``repo``, creating it if it does not exist
-        (with a new id when ``session_id`` is ``None``).
+        """Open the SDK session ``session_id`` of ``repo``, creating it if it does not
+        exist (with a new id when ``session_id`` is ``None``).
+
+        Any string is a session id: it is kept under :func:`session_id_for`'s id. Objects
+        opened on one session of one repository in this process share its writer (a JSONL
+        repository is named by its directory, any other by the repository object). While
+        another process writes the session, this waits for it to close the session, up to
+        ``lock_timeout`` seconds, then raises ``locked``.
 
         Raises:
-            SessionError: ``invalid_id`` for an id that is not a safe file name; what
-                :meth:`~sessiontree.SessionRepo.open` raises (``locked``, ``corrupt``...).
+            SessionError: ``invalid_argument`` for an id that is not a ``str`` (or holds a
+                lone surrogate); ``locked`` when another process kept the session for
+                ``lock_timeout`` seconds; ``exists`` in the (never seen) event of a hash
+                collision with another id; what :meth:`~sessiontree.SessionRepo.open`
+                raises (``corrupt``...).
         """
-        repo = as_async_repo(repo)
-        session: AsyncSession | None = None
-        if session_id is not None:
-            try:
-                session = await repo.open(session_id)
-            except SessionError as exc:
-                if exc.code != "not_found":
-                    raise
-        if session is None:
-            session = await repo.create(cwd=cwd, session_id=session_id)
-        return cls(session, session_settings=session_settings, provider=provider, model=model)
+        if session_id is None:
+            sdk_id = storage_id = uuid7()
+        else:
+            storage_id = session_id_for(session_id)
+            sdk_id = session_id
+        shared = await SharedSession.acquire(
+            repo,
+            storage_id,
+            create={"cwd": cwd, "metadata": {METADATA_KEY: {"session_id": sdk_id}}},
+            lock_timeout=lock_timeout,
+            verify=_verifier(sdk_id),
+        )
+        try:
+            self = cls(
+                shared.session, session_settings=session_settings, provider=provider, model=model
+            )
+        except BaseException:
+            await shared.release()
+            raise
+        self._sdk_id = sdk_id
+        self._shared = shared
+        self._limits = limits_of(repo)
+        return self
 
     @property
     def session_id(self) -> str:
-        """The sessiontree session id (the SDK's ``session_id``)."""
-        return self._session.session.id
+        """The SDK's ``session_id``: the id given to :meth:`open` (the header's metadata
+        keeps it), or the sessiontree session's id."""
+        return self._sdk_id
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError("closed", f"session {self._sdk_id!r} is closed")
+
+    async def _in_lane(self, fn: Callable[[Session], T]) -> T:
+        """``fn(session)`` in the session's lane, under the storage's atomic lock: one step
+        no call of any object sharing the session (or thread using it) comes between."""
+        self._check_open()
+
+        def call() -> T:
+            session = self._session.session
+            with session.storage.atomic():
+                return fn(session)
+
+        return await in_lane(self._session, call)
 
     @property
     def session(self) -> AsyncSession:
@@ -600,11 +740,15 @@ class OpenAIAgentsSession:
         return [ItemEntry(entry_id, item) for entry_id, item in await self._collect(limit)]
 
     async def _collect(self, limit: int | None) -> list[tuple[str, Any]]:
+        self._check_open()
         _check_limit(limit)
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return []
-        branch = await self._session.get_branch()
+        return self._select(await self._session.get_branch(), limit)
+
+    def _select(self, branch: list[SessionTreeEntry], limit: int | None) -> list[tuple[str, Any]]:
+        """The (entry id, item) pairs of a branch, the last ``limit`` of them."""
         out: list[tuple[str, Any]] = []
         items_of = self._items_of
         # Newest first, so a limit converts only the entries it returns.
@@ -619,72 +763,121 @@ class OpenAIAgentsSession:
         return out
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Appends ``items`` under the leaf, one entry each.
+        """Appends ``items`` under the leaf, one entry each, as one step.
 
-        Every item is checked (a JSON object) before anything is written.
+        All or nothing: every item is checked before anything is written (a dict, JSON,
+        and what the engine checks of its entry: text, nesting depth, line size), and the
+        batch is appended with no other call between. Should a write still fail part way
+        (an I/O error), the leaf is moved back, so the history is what it was before.
 
         Raises:
-            SessionError: ``invalid_argument`` for a non-list, an item that is not a dict
-                or not JSON (text UTF-8 cannot encode, a lone surrogate, included).
+            ItemTypeError: an item that is not a dict or not JSON, text UTF-8 cannot
+                encode included (``invalid_argument``, also a ``TypeError``, as the SDK's
+                sessions raise).
+            SessionError: ``invalid_argument`` for a non-list; ``limit_exceeded`` for an
+                item deeper or longer than the limits.
+            SessionClosedError: after :meth:`close` (also for ``[]``).
         """
+        self._check_open()
         if not isinstance(items, list):
             raise SessionError(
                 "invalid_argument", f"items must be a list, not {type(items).__name__}"
             )
+        if not items:
+            return
         planned: list[tuple[AgentMessage | _Custom, str]] = []
         for n, item in enumerate(items):
             if not isinstance(item, dict):
-                raise SessionError(
+                raise ItemTypeError(
                     "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
                 )
-            text = to_json(item, f"item {n}")
+            try:
+                text = to_json(item, f"item {n}")
+            except SessionError as exc:
+                raise ItemTypeError(exc.code, exc.message) from exc.__cause__
             self._learn_tool_names([item])
             message = item_to_message(
                 item, tool_names=self._tool_names, provider=self._provider, model=self._model
             )
             planned.append((message if message is not None else _Custom(json.loads(text)), text))
-        for thing, text in planned:
-            if isinstance(thing, _Custom):
-                entry_id = await self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
-            else:
-                entry_id = await self._session.append_message(thing)
+
+        def append_all(session: Session) -> list[str]:
+            return [
+                session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
+                if isinstance(thing, _Custom)
+                else session.append_message(thing)
+                for thing, _ in planned
+            ]
+
+        if len(planned) == 1:
+            # One append is one step of the session's own (and fails writing nothing).
+            thing, text = planned[0]
+            entry_id = await (
+                self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
+                if isinstance(thing, _Custom)
+                else self._session.append_message(thing)
+            )
+            self._items_json[entry_id] = f"[{text}]"
+            return
+        # A batch is tried first on a scratch session, so no entry of it is written when
+        # a later one would fail.
+        check_writes(self._limits, append_all)
+
+        def write(session: Session) -> list[str]:
+            leaf = session.get_leaf_id()
+            try:
+                return append_all(session)
+            except BaseException:
+                if session.get_leaf_id() != leaf:
+                    with contextlib.suppress(Exception):
+                        session.move_to(leaf)
+                raise
+
+        for entry_id, (_, text) in zip(await self._in_lane(write), planned, strict=True):
             self._items_json[entry_id] = f"[{text}]"
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Takes the last item off the current branch: the leaf moves to the entry before
         it (the item stays in the file, on a branch of its own). ``None`` when the branch
-        has no item."""
-        session = self._session
-        entry_id = await session.get_leaf_id()
-        while entry_id is not None:
-            entry = await session.get_entry(entry_id)
-            if entry is None:
-                break
-            if _is_item_entry(entry):
-                items = self._items_of(entry)
-                await session.move_to(entry.parent_id)
-                return items[-1] if items else None
-            entry_id = entry.parent_id
-        return None
+        has no item. One step: concurrent calls take one item each."""
+
+        def pop(session: Session) -> Any:
+            entry_id = session.get_leaf_id()
+            while entry_id is not None:
+                entry = session.get_entry(entry_id)
+                if entry is None:
+                    break
+                if _is_item_entry(entry):
+                    items = self._items_of(entry)
+                    session.move_to(entry.parent_id)
+                    return items[-1] if items else None
+                entry_id = entry.parent_id
+            return None
+
+        item: TResponseInputItem | None = await self._in_lane(pop)
+        return item
 
     async def clear_session(self) -> None:
         """Empties the SDK's view: the leaf moves before the first entry, so the next item
         starts a new root. The earlier history stays in the file as a branch."""
-        await self._session.move_to(None)
+        await self._in_lane(lambda session: session.move_to(None))
 
     # -- the tree ----------------------------------------------------------------------
 
     async def list_branches(self) -> list[Branch]:
         """Every branch of the tree that ends in an item, in tree order (roots and children
         in file order): the current history and every one a pop, clear or branch left."""
-        session = self._session
-        leaf = await session.get_leaf_id()
-        roots = await session.get_tree()
+        branches: list[Branch] = await self._in_lane(self._branches)
+        return branches
+
+    def _branches(self, session: Session) -> list[Branch]:
+        leaf = session.get_leaf_id()
+        roots = session.get_tree()
         current_item: str | None = None
         # The current branch's last item: the leaf itself or its nearest item ancestor.
         entry_id = leaf
         while entry_id is not None:
-            entry = await session.get_entry(entry_id)
+            entry = session.get_entry(entry_id)
             if entry is None:
                 break
             if _is_item_entry(entry):
@@ -732,27 +925,32 @@ class OpenAIAgentsSession:
             SessionError: ``invalid_argument`` when not exactly one is given or ``at`` /
                 ``turn`` is out of range; ``not_found`` for an unknown entry.
         """
+        self._check_open()
         given = [x for x in (at, turn, from_entry) if x is not None]
         if len(given) != 1:
             raise SessionError("invalid_argument", "pass exactly one of at, turn, from_entry")
-        if from_entry is not None:
-            await self._session.move_to(from_entry)
-            return
-        entries = await self.get_item_entries(limit=_NO_LIMIT)
-        if at is not None:
-            _check_count("at", at, len(entries))
-            keep = at
-        else:
-            assert turn is not None
-            starts = [n for n, e in enumerate(entries) if _kind(e.item) == "user"]
-            _check_count("turn", turn, len(starts))
-            keep = starts[turn] if turn < len(starts) else len(entries)
-        if keep == 0:
-            branch = await self._session.get_branch()
-            first = next((e for e in branch if _is_item_entry(e)), None)
-            await self._session.move_to(None if first is None else first.parent_id)
-        else:
-            await self._session.move_to(entries[keep - 1].entry_id)
+
+        def move(session: Session) -> None:
+            if from_entry is not None:
+                session.move_to(from_entry)
+                return
+            branch = session.get_branch()
+            entries = self._select(branch, None)
+            if at is not None:
+                _check_count("at", at, len(entries))
+                keep = at
+            else:
+                assert turn is not None
+                starts = [n for n, (_, item) in enumerate(entries) if _kind(item) == "user"]
+                _check_count("turn", turn, len(starts))
+                keep = starts[turn] if turn < len(starts) else len(entries)
+            if keep == 0:
+                first = next((e for e in branch if _is_item_entry(e)), None)
+                session.move_to(None if first is None else first.parent_id)
+            else:
+                session.move_to(entries[keep - 1][0])
+
+        await self._in_lane(move)
 
     def _items_of(self, entry: SessionTreeEntry) -> list[Any]:
         """:func:`entry_to_items`, through the cache of items' JSON."""
@@ -772,11 +970,27 @@ class OpenAIAgentsSession:
                     self._tool_names[call_id] = name
 
     async def close(self) -> None:
-        """Closes the sessiontree session (idempotent)."""
-        await self._session.close()
+        """Closes this object (idempotent): every later call raises
+        :class:`SessionClosedError` (a ``RuntimeError``, as the SDK's sessions). The
+        session itself closes with the last object sharing it (the only one, when the
+        object was made from a session)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._shared is not None:
+            await self._shared.release()
+        else:
+            await self._session.close()
+
+    async def __aenter__(self) -> OpenAIAgentsSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     def __repr__(self) -> str:
-        return f"<OpenAIAgentsSession {self.session_id!r} over {self._session!r}>"
+        state = " closed" if self._closed else ""
+        return f"<OpenAIAgentsSession {self.session_id!r}{state} over {self._session!r}>"
 
 
 # ``get_items``' limit when every item is wanted whatever ``session_settings`` says.
