@@ -32,24 +32,38 @@ How the SDK's names map to ours:
 
 ``load`` returns the entries in the order they were appended. Nothing is ever rewritten;
 ``delete`` deletes the session files. The store keeps the sessions it wrote or read open
-(a JSONL session holds its file's writer lock) until :meth:`ClaudeAgentSessionStore.close`.
+(a JSONL session holds its file's writer lock) until :meth:`ClaudeAgentSessionStore.close`;
+stores of one process share them (one writer each), and a batch is checked whole before
+any of it is written.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import check_text, iso_to_ms, now_iso
+from .._util import check_text, iso_to_ms, now_iso, uuid7
 from ..errors import SessionError
 from ..model.entries import CustomEntry, SessionTreeEntry
-from ._common import as_async_repo, import_framework, in_lane, json_copy, to_json
+from ._common import (
+    DEFAULT_LOCK_TIMEOUT,
+    SharedSession,
+    as_async_repo,
+    check_entries,
+    import_framework,
+    in_lane,
+    json_copy,
+    limits_of,
+    mapped_id,
+    to_json,
+)
 
 import_framework("claude_agent_sdk", "claude-agent-sdk", "sessiontree.adapters.claude_agent_sdk")
 
 from claude_agent_sdk import fold_session_summary  # noqa: E402
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from claude_agent_sdk.types import (
         SessionKey,
         SessionListSubkeysKey,
@@ -61,7 +75,8 @@ if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
     from ..model.types import SessionMetadata
     from ..repo import SessionRepo
-    from ..storage import SessionStorage
+    from ..session import Session
+    from ..storage import Limits, SessionStorage
 
 __all__ = ["ENTRY_CUSTOM_TYPE", "SUMMARY_CUSTOM_TYPE", "ClaudeAgentSessionStore", "session_id_for"]
 
@@ -91,8 +106,22 @@ def session_id_for(key: SessionKey | SessionListSubkeysKey) -> str:
         if not isinstance(subpath, str) or not subpath:
             raise SessionError("invalid_argument", "subpath must be a non-empty str when given")
         check_text("the session key's subpath", subpath)
-    text = "\0".join([project, session, subpath or ""])
-    return _ID_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:32]
+    return mapped_id(_ID_PREFIX, [project, session, subpath or ""])
+
+
+def _verifier(key: SessionKey) -> Callable[[Session], None]:
+    """Checks that a session opened for ``key`` holds that key (its header's metadata), so
+    two keys never share a session, should their ids ever collide."""
+
+    def verify(session: Session) -> None:
+        metadata = session.storage.get_metadata().metadata
+        kept = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
+        if not isinstance(kept, dict):
+            return
+        if any(kept.get(k) != key.get(k) for k in ("project_key", "session_id", "subpath")):
+            raise SessionError("exists", f"session {session.id!r} holds another session key")
+
+    return verify
 
 
 def _key_part(key: Any, name: str) -> str:
@@ -133,54 +162,80 @@ def _summary_of(entry: CustomEntry) -> SessionSummaryEntry:
     }
 
 
-def _append_entries(storage: SessionStorage, entries: list[Any], key: SessionKey) -> None:
+def _append_entries(
+    storage: SessionStorage, entries: list[Any], key: SessionKey, limits: Limits | None
+) -> None:
     """Appends transcript entries to ``storage`` (in the session's lane), then, for a main
-    transcript, the SDK's running summary folded over them."""
+    transcript, the SDK's running summary folded over them: all planned first, checked on
+    a scratch session with the repository's limits, then written with no call between."""
     with storage.atomic():
-        last = storage.get_leaf_id()
-        if last is not None:
-            leaf = storage.get_entry(last)
-            if _is_summary(leaf):
-                last = leaf.parent_id  # type: ignore[union-attr]
-        for data in entries:
-            uuid = _entry_id(data.get("uuid"))
-            if uuid is not None:
-                known = storage.get_entry(uuid)
-                if isinstance(known, CustomEntry) and known.custom_type == ENTRY_CUSTOM_TYPE:
-                    continue  # a batch the SDK sent again
-                if known is not None:
-                    uuid = None  # an id of ours: keep the uuid in the data only
-            if "parentUuid" in data and data["parentUuid"] is None:
-                parent = None
-            else:
-                parent = _entry_id(data.get("parentUuid"))
-                known_parent = None if parent is None else storage.get_entry(parent)
-                if known_parent is None or _is_summary(known_parent):
-                    parent = last
-            entry = CustomEntry(
-                id=uuid or storage.create_entry_id(),
-                parent_id=parent,
-                timestamp=now_iso(),
-                custom_type=ENTRY_CUSTOM_TYPE,
-                data=data,
-            )
+        planned = _plan_entries(storage, entries, key)
+        if len(planned) > 1:
+            check_entries(limits, planned)
+        for entry in planned:
             storage.append_entry(entry)
-            last = entry.id
-        if key.get("subpath") is None:
-            previous = _last_summary(storage)
-            folded = fold_session_summary(
-                None if previous is None else _summary_of(previous), key, entries
+
+
+def _plan_entries(
+    storage: SessionStorage | None, entries: list[Any], key: SessionKey
+) -> list[CustomEntry]:
+    """The entries :func:`_append_entries` writes (see the module's docs for the tree);
+    with no ``storage``, those it would write to a new session."""
+    planned: dict[str, CustomEntry] = {}
+
+    def known(entry_id: str) -> SessionTreeEntry | None:
+        found = planned.get(entry_id)
+        return found if found is not None or storage is None else storage.get_entry(entry_id)
+
+    def new_id() -> str:
+        return uuid7() if storage is None else storage.create_entry_id()
+
+    last = None if storage is None else storage.get_leaf_id()
+    if last is not None:
+        leaf = known(last)
+        if _is_summary(leaf):
+            last = leaf.parent_id  # type: ignore[union-attr]
+    for data in entries:
+        uuid = _entry_id(data.get("uuid"))
+        if uuid is not None:
+            found = known(uuid)
+            if isinstance(found, CustomEntry) and found.custom_type == ENTRY_CUSTOM_TYPE:
+                continue  # a batch the SDK sent again
+            if found is not None:
+                uuid = None  # an id of ours: keep the uuid in the data only
+        if "parentUuid" in data and data["parentUuid"] is None:
+            parent = None
+        else:
+            parent = _entry_id(data.get("parentUuid"))
+            known_parent = None if parent is None else known(parent)
+            if known_parent is None or _is_summary(known_parent):
+                parent = last
+        entry = CustomEntry(
+            id=uuid or new_id(),
+            parent_id=parent,
+            timestamp=now_iso(),
+            custom_type=ENTRY_CUSTOM_TYPE,
+            data=data,
+        )
+        planned[entry.id] = entry
+        last = entry.id
+    out = list(planned.values())
+    if key.get("subpath") is None:
+        previous = None if storage is None else _last_summary(storage)
+        folded = fold_session_summary(
+            None if previous is None else _summary_of(previous), key, entries
+        )
+        # Hung under the transcript's last entry: a side leaf, never a parent.
+        out.append(
+            CustomEntry(
+                id=new_id(),
+                parent_id=last,
+                timestamp=now_iso(),
+                custom_type=SUMMARY_CUSTOM_TYPE,
+                data={"session_id": folded["session_id"], "data": folded["data"]},
             )
-            # Hung under the transcript's last entry: a side leaf, never a parent.
-            storage.append_entry(
-                CustomEntry(
-                    id=storage.create_entry_id(),
-                    parent_id=last,
-                    timestamp=now_iso(),
-                    custom_type=SUMMARY_CUSTOM_TYPE,
-                    data={"session_id": folded["session_id"], "data": folded["data"]},
-                )
-            )
+        )
+    return out
 
 
 def _load_entries(storage: SessionStorage) -> list[Any]:
@@ -199,14 +254,24 @@ def _mtime(m: SessionMetadata) -> int:
 class ClaudeAgentSessionStore:
     """A Claude Agent SDK ``SessionStore`` keeping each transcript in a sessiontree session.
 
+    A session the store opens is shared with every other store (and adapter) of this
+    process that opens it (see :class:`~sessiontree.adapters._common.SharedSession`), so
+    several stores over one repository work side by side; another process's writer is
+    waited for up to ``lock_timeout`` seconds.
+
     Args:
         repo: the repository the sessions live in (an
             :class:`~sessiontree.AsyncSessionRepo`, or any ``SessionRepo``, wrapped).
+        lock_timeout: how long to wait for a session another process writes.
     """
 
-    def __init__(self, repo: AsyncSessionRepo | SessionRepo) -> None:
+    def __init__(
+        self, repo: AsyncSessionRepo | SessionRepo, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> None:
         self._repo = as_async_repo(repo)
-        self._open: dict[str, AsyncSession] = {}
+        self._limits = limits_of(self._repo)
+        self._lock_timeout = lock_timeout
+        self._open: dict[str, SharedSession] = {}
 
     @property
     def repo(self) -> AsyncSessionRepo:
@@ -215,39 +280,51 @@ class ClaudeAgentSessionStore:
 
     async def _session(self, key: SessionKey, *, create: bool) -> AsyncSession | None:
         session_id = session_id_for(key)
-        session = self._open.get(session_id)
-        if session is not None:
-            return session
+        held = self._open.get(session_id)
+        if held is not None and not held.session.storage.closed:  # type: ignore[attr-defined]
+            return held.session
+        subpath = key.get("subpath")
+        main = {"project_key": key["project_key"], "session_id": key["session_id"]}
+        arguments = {
+            "cwd": key["project_key"],
+            "name": subpath if subpath is not None else key["session_id"],
+            "parent_session": session_id_for(main) if subpath is not None else None,  # type: ignore[arg-type]
+            "metadata": {METADATA_KEY: dict(key)},
+        }
         try:
-            session = await self._repo.open(session_id)
-        except SessionError as exc:
-            if exc.code != "not_found":
-                raise
-            if not create:
-                return None
-            subpath = key.get("subpath")
-            main = {"project_key": key["project_key"], "session_id": key["session_id"]}
-            session = await self._repo.create(
-                cwd=key["project_key"],
-                name=subpath if subpath is not None else key["session_id"],
-                parent_session=session_id_for(main) if subpath is not None else None,  # type: ignore[arg-type]
-                metadata={METADATA_KEY: dict(key)},
-                session_id=session_id,
+            held = await SharedSession.acquire(
+                self._repo,
+                session_id,
+                create=arguments if create else None,
+                lock_timeout=self._lock_timeout,
+                verify=_verifier(key),
             )
-        self._open[session_id] = session
-        return session
+        except SessionError as exc:
+            if exc.code != "not_found" or create:
+                raise
+            return None
+        previous = self._open.pop(session_id, None)
+        self._open[session_id] = held
+        if previous is not None:
+            await previous.release()
+        return held.session
 
     # -- the SDK's SessionStore protocol -----------------------------------------------
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         """Appends a batch of transcript entries (see the module's docs for the tree).
 
+        All or nothing: the whole batch (and the summary after it) is checked before any
+        of it is written, as the engine would check it (JSON, text, nesting depth, line
+        size under the repository's limits), then written with no other call between.
+
         Raises:
             SessionError: ``invalid_argument`` for a bad key, or entries that are not a list
-                of JSON objects (nothing is written then); text UTF-8 cannot encode (a lone
-                surrogate) in the key or an entry is refused so too.
+                of JSON objects (text UTF-8 cannot encode, a lone surrogate, included in
+                both); ``limit_exceeded`` for an entry deeper or longer than the
+                limits (nothing is written then, and a new key's session is not created).
         """
-        session_id_for(key)
+        session_id = session_id_for(key)
         if not isinstance(entries, list):
             raise SessionError("invalid_argument", "entries must be a list")
         for n, entry in enumerate(entries):
@@ -256,9 +333,14 @@ class ClaudeAgentSessionStore:
             to_json(entry, f"entry {n}")
         if not entries:
             return
+        copies = json_copy(entries)
+        if session_id not in self._open:
+            # Checked before the session is made, so a refused first batch leaves no
+            # session behind (appends to a session already open are checked in its lane).
+            check_entries(self._limits, _plan_entries(None, copies, key))
         session = await self._session(key, create=True)
         assert session is not None
-        await in_lane(session, _append_entries, session.storage, json_copy(entries), key)
+        await in_lane(session, _append_entries, session.storage, copies, key, self._limits)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """The transcript's entries in the order they were appended, or ``None`` for a key
@@ -313,9 +395,9 @@ class ClaudeAgentSessionStore:
                 session_id_for({**key, "subpath": sub}) for sub in await self.list_subkeys(key)
             ]
         for session_id in doomed:
-            session = self._open.pop(session_id, None)
-            if session is not None:
-                await session.close()
+            held = self._open.pop(session_id, None)
+            if held is not None:
+                await held.release()
             try:
                 await self._repo.delete(session_id)
             except SessionError as exc:
@@ -336,8 +418,8 @@ class ClaudeAgentSessionStore:
     async def close(self) -> None:
         """Closes every session the store opened (idempotent)."""
         while self._open:
-            _, session = self._open.popitem()
-            await session.close()
+            _, held = self._open.popitem()
+            await held.release()
 
     def __repr__(self) -> str:
         return f"<ClaudeAgentSessionStore over {self._repo!r}, {len(self._open)} open>"

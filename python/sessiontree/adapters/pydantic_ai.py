@@ -31,9 +31,11 @@ How pydantic-ai's names map to ours:
 - ``read_history`` is one walk of the engine (``get_path_to_root``).
 
 The session is append-only: ``delete`` makes a conversation unloadable and unlisted, but
-its entries stay in the file (pydantic-ai lets a backend say so). One store object per
-session: the store keeps an index of the records, and the JSON of the messages it wrote or
-read, in memory. A bad argument (text UTF-8 cannot encode among them) raises
+its entries stay in the file (pydantic-ai lets a backend say so). Every store object on
+one session shares, in this process, its writer and an index of the records and the JSON
+of the messages written or read, in memory; a save (the new entries and the record) is
+checked whole before any of it is written, and a store loads whatever it saved. A bad
+argument (text UTF-8 cannot encode among them) raises
 :class:`StoreArgumentError`: pydantic-ai's ``UserError`` and sessiontree's
 ``invalid_argument``.
 """
@@ -41,6 +43,8 @@ read, in memory. A bad argument (text UTF-8 cannot encode among them) raises
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -63,10 +67,13 @@ from ..model.messages import (
 )
 from ..model.types import SessionContext
 from ._common import (
-    as_async_repo,
+    DEFAULT_LOCK_TIMEOUT,
+    SharedSession,
     as_async_session,
+    check_entries,
     import_framework,
     in_lane,
+    limits_of,
     residual_of,
     same_json,
     to_json,
@@ -74,7 +81,7 @@ from ._common import (
 
 import_framework("pydantic_ai", "pydantic-ai", "sessiontree.adapters.pydantic_ai")
 
-from pydantic import TypeAdapter  # noqa: E402
+from pydantic import TypeAdapter, ValidationError  # noqa: E402
 from pydantic_ai.conversation_store import (  # noqa: E402
     ConversationConflict,
     ConversationEntry,
@@ -99,7 +106,7 @@ if TYPE_CHECKING:
     from ..aio import AsyncSession, AsyncSessionRepo
     from ..repo import SessionRepo
     from ..session import Session
-    from ..storage import SessionStorage
+    from ..storage import Limits, SessionStorage
 
 __all__ = [
     "DELETED_CUSTOM_TYPE",
@@ -476,7 +483,13 @@ class _Index:
         """The ``ConversationEntry`` an entry holds (``None`` for other entries)."""
         known = self.messages.get(entry.id)
         if known is not None:
-            message = _MESSAGE.validate_json(known)
+            try:
+                message = _MESSAGE.validate_json(known)
+            except ValidationError:
+                # pydantic's JSON parser stops at 200 levels of nesting (a tool's deeply
+                # nested return value), where its Python validation, what reading the
+                # entry uses, does not: decode with ``json`` and validate that instead.
+                message = _MESSAGE.validate_python(json.loads(known))
             return ConversationEntry(id=entry.id, parent_id=entry.parent_id, message=message)
         found = _entry_of(entry)
         if found is not None:
@@ -484,33 +497,64 @@ class _Index:
         return found
 
 
+# The index of each session, shared by every store over it (so a record one store writes
+# is the record another one checks a revision against); used under the storage's lock.
+_indexes: weakref.WeakKeyDictionary[Session, _Index] = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
+
+
+def _index_of(session: Session) -> _Index:
+    with _indexes_lock:
+        index = _indexes.get(session)
+    if index is None:
+        index = _Index(session.storage)
+        with _indexes_lock:
+            index = _indexes.setdefault(session, index)
+    return index
+
+
 class PydanticAIConversationStore(ConversationStore):
     """A pydantic-ai ``ConversationStore`` keeping every conversation in one sessiontree
     session (see the module's docs for the mapping).
 
+    Stores opened on one session (:meth:`open`) in this process share it, and its index
+    of records, so a revision one of them writes is the one the others check against.
+
     Args:
         session: the store's session (an :class:`~sessiontree.AsyncSession`; a sync
-            :class:`~sessiontree.Session` is wrapped).
+            :class:`~sessiontree.Session` is wrapped). ``close()`` closes it.
     """
 
     def __init__(self, session: AsyncSession | Session) -> None:
         self._session = as_async_session(session)
-        self._index: _Index | None = None
+        # The registry hold when opened by ``open`` (else ``close`` closes the session).
+        self._shared: SharedSession | None = None
+        self._limits: Limits | None = None
+        self._closed = False
 
     @classmethod
     async def open(
-        cls, repo: AsyncSessionRepo | SessionRepo, store_id: str, *, cwd: str | None = None
+        cls,
+        repo: AsyncSessionRepo | SessionRepo,
+        store_id: str,
+        *,
+        cwd: str | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> PydanticAIConversationStore:
         """The store kept in session ``store_id`` of ``repo`` (an ``AsyncSessionRepo`` or
-        any ``SessionRepo``), created if it does not exist."""
-        repo = as_async_repo(repo)
-        try:
-            session = await repo.open(store_id)
-        except SessionError as exc:
-            if exc.code != "not_found":
-                raise
-            session = await repo.create(cwd=cwd, session_id=store_id, name="pydantic-ai store")
-        return cls(session)
+        any ``SessionRepo``), created if it does not exist. Stores opened on one session
+        in this process share its writer; while another process writes it, this waits up
+        to ``lock_timeout`` seconds, then raises ``locked``."""
+        shared = await SharedSession.acquire(
+            repo,
+            store_id,
+            create={"cwd": cwd, "name": "pydantic-ai store"},
+            lock_timeout=lock_timeout,
+        )
+        self = cls(shared.session)
+        self._shared = shared
+        self._limits = limits_of(repo)
+        return self
 
     @property
     def session(self) -> AsyncSession:
@@ -526,10 +570,10 @@ class PydanticAIConversationStore(ConversationStore):
         def call() -> Any:
             storage = self._session.storage
             with storage.atomic():
-                if self._index is None:
-                    self._index = _Index(storage)
-                return fn(storage, self._index, **args)
+                return fn(storage, _index_of(self._session.session), **args)
 
+        if self._closed:
+            raise SessionError("closed", "the store is closed")
         try:
             for name, value in args.items():
                 if isinstance(value, str):
@@ -581,6 +625,8 @@ class PydanticAIConversationStore(ConversationStore):
         write is not JSON sessiontree can hold (:class:`StoreArgumentError`, nothing
         written)."""
 
+        limits = self._limits
+
         def write(storage: SessionStorage, index: _Index) -> None:
             data = _RECORD.dump_python(record, mode="json")
             stored = [_stored(e) for e in new_entries]
@@ -595,19 +641,27 @@ class PydanticAIConversationStore(ConversationStore):
             head = record.head_id
             if head is not None and head not in new_ids and storage.get_entry(head) is None:
                 raise ConversationConflict(record.conversation_id)
-            for e, message in zip(stored, messages, strict=True):
-                if storage.get_entry(e.id) is None:
-                    storage.append_entry(e)
-                    index.messages[e.id] = message
-            storage.append_entry(
-                CustomEntry(
-                    id=storage.create_entry_id(),
-                    parent_id=head,
-                    timestamp=now_iso(),
-                    custom_type=RECORD_CUSTOM_TYPE,
-                    data=data,
-                )
+            new = [
+                (e, message)
+                for e, message in zip(stored, messages, strict=True)
+                if storage.get_entry(e.id) is None
+            ]
+            record_entry = CustomEntry(
+                id=storage.create_entry_id(),
+                parent_id=head,
+                timestamp=now_iso(),
+                custom_type=RECORD_CUSTOM_TYPE,
+                data=data,
             )
+            # All or nothing: the entries and the record are tried on a scratch session
+            # first (the engine's checks, the repository's limits), then written with no
+            # call between. The record is the commit: entries written before a failing
+            # record (an I/O error) are in no conversation's history.
+            check_entries(limits, [*(e for e, _ in new), record_entry])
+            for e, message in new:
+                storage.append_entry(e)
+                index.messages[e.id] = message
+            storage.append_entry(record_entry)
             index.records[record.conversation_id] = data
 
         await self._run(write)
@@ -669,8 +723,15 @@ class PydanticAIConversationStore(ConversationStore):
         return history
 
     async def close(self) -> None:
-        """Closes the session (idempotent)."""
-        await self._session.close()
+        """Closes the store (idempotent): the session closes with the last store sharing it
+        (the only one, when the store was made from a session)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._shared is not None:
+            await self._shared.release()
+        else:
+            await self._session.close()
 
     def __repr__(self) -> str:
         return f"<PydanticAIConversationStore over {self._session!r}>"
