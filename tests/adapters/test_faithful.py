@@ -433,10 +433,17 @@ def test_racing_branches_and_pops_leave_the_history_callers_were_told(
 
 def test_concurrent_pops_on_postgres_take_one_item_each(pg_server: Any, pg_schema: str) -> None:
     async def main() -> None:
-        with st.PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as sync:
-            repo = AsyncSessionRepo(sync)
-            first = await _filled(repo, "user:pg")
-            others = [await OpenAIAgentsSession.open(repo, "user:pg") for _ in range(3)]
+        # Two repository objects over one database and schema (one per request, say).
+        with (
+            st.PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as sync,
+            st.PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as other_repo,
+        ):
+            first = await _filled(AsyncSessionRepo(sync), "user:pg")
+            others = [
+                await OpenAIAgentsSession.open(other_repo, "user:pg", lock_timeout=1)
+                for _ in range(3)
+            ]
+            assert all(o.session is first.session for o in others)
             popped = await asyncio.gather(
                 *(o.pop_item() for o in [first, *others] for _ in range(N_ITEMS // 4))
             )
@@ -444,5 +451,7 @@ def test_concurrent_pops_on_postgres_take_one_item_each(pg_server: Any, pg_schem
             assert await first.get_items() == []
             for o in [first, *others]:
                 await o.close()
+            # Released: a writer elsewhere gets it.
+            sync.open(session_id_for("user:pg")).close()
 
     run(main())

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -244,12 +245,18 @@ _slots_lock = threading.Lock()
 
 
 def _repo_key(repo: SessionRepo) -> tuple[Any, ...]:
-    """What names a repository in the registry: a JSONL repository by its directory (every
-    repo object over it shares), any other by the object itself."""
+    """What names a repository in the registry: a JSONL repository by its directory, a
+    PostgreSQL one by its conninfo (given as a string or a pool's) and schema (every repo
+    object over them shares), any other by the object itself."""
     from ..repo import JsonlSessionRepo
 
     if isinstance(repo, JsonlSessionRepo):
         return (type(repo).__qualname__, os.path.realpath(repo.root_dir))
+    postgres = sys.modules.get("sessiontree.postgres.repo")
+    if postgres is not None and isinstance(repo, postgres.PostgresSessionRepo):
+        conninfo = repo._source._conninfo
+        if isinstance(conninfo, str) and repo._source._conn is None:
+            return (type(repo).__qualname__, conninfo, repo.schema)
     return (type(repo).__qualname__, id(repo), repo)
 
 
