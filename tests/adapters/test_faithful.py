@@ -341,6 +341,32 @@ def test_a_batch_is_checked_against_the_repositorys_limits(tmp_path: Any) -> Non
     run(main())
 
 
+class _FailingStorage(st.InMemorySessionStorage):
+    """Fails its second message append, as a disk would (an I/O error mid-batch)."""
+
+    appends = 0
+
+    def append_message(self, message: Any) -> Any:
+        self.appends += 1
+        if self.appends == 2:
+            raise st.SessionError("io", "no space left on device")
+        return super().append_message(message)
+
+
+def test_a_write_failing_mid_batch_leaves_the_history_as_it_was() -> None:
+    async def main() -> None:
+        session = OpenAIAgentsSession(st.Session(_FailingStorage()))
+        with pytest.raises(OSError):
+            await session.add_items([_user("one"), _user("two"), _user("three")])
+        # The first entry is in the storage, off the branch: the history did not change.
+        assert await session.get_items() == []
+        await session.add_items([_user("after")])
+        assert await session.get_items() == [_user("after")]
+        await session.close()
+
+    run(main())
+
+
 # ------------------------------------------------------- concurrent read-then-move calls
 
 
@@ -365,10 +391,10 @@ def test_concurrent_pops_in_tasks_take_one_item_each(
 ) -> None:
     async def main() -> None:
         repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path, durability=durability))  # type: ignore[arg-type]
-        first = await _filled(repo, "user:pop")
+        first = await _filled(repo, "pop-chat")
         # Every pop on one object, or half of them on objects of their own.
         others = (
-            [await OpenAIAgentsSession.open(repo, "user:pop") for _ in range(N_ITEMS // 2)]
+            [await OpenAIAgentsSession.open(repo, "pop-chat") for _ in range(N_ITEMS // 2)]
             if objects != "one object"
             else [first] * (N_ITEMS // 2)
         )
