@@ -660,9 +660,10 @@ class OpenAIAgentsSession:
 
         Any string is a session id: it is kept under :func:`session_id_for`'s id. Objects
         opened on one session of one repository in this process share its writer (a JSONL
-        repository is named by its directory, any other by the repository object). While
-        another process writes the session, this waits for it to close the session, up to
-        ``lock_timeout`` seconds, then raises ``locked``.
+        repository is named by its directory, a PostgreSQL one by its conninfo and schema,
+        any other by the repository object). While another process writes the session,
+        this waits for it to close the session, up to ``lock_timeout`` seconds, then raises
+        ``locked``.
 
         Raises:
             SessionError: ``invalid_argument`` for an id that is not a ``str`` (or holds a
