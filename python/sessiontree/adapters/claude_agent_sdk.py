@@ -281,7 +281,7 @@ class ClaudeAgentSessionStore:
     async def _session(self, key: SessionKey, *, create: bool) -> AsyncSession | None:
         session_id = session_id_for(key)
         held = self._open.get(session_id)
-        if held is not None and not held.session.storage.closed:  # type: ignore[attr-defined]
+        if held is not None and not getattr(held.session.storage, "closed", False):
             return held.session
         subpath = key.get("subpath")
         main = {"project_key": key["project_key"], "session_id": key["session_id"]}
