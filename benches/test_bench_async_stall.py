@@ -274,7 +274,8 @@ if pytest is not None:
 
 def main(argv: list[str]) -> None:
     """``N [ROUNDS [CALL ...]]``: the table for the cached N-entry session (``--json``:
-    one JSON object a call instead)."""
+    one JSON object a call instead; ``--switch-interval=S``: ``sys.setswitchinterval(S)``
+    first)."""
     import json
     import tempfile
 
@@ -282,7 +283,10 @@ def main(argv: list[str]) -> None:
     from workload import cached_session
 
     as_json = "--json" in argv
-    args = [a for a in argv[1:] if a != "--json"]
+    for a in argv:
+        if a.startswith("--switch-interval="):  # what sys.setswitchinterval changes
+            sys.setswitchinterval(float(a.split("=", 1)[1]))
+    args = [a for a in argv[1:] if a != "--json" and not a.startswith("--")]
     n = int(args[0]) if args else 100_000
     rounds = int(args[1]) if len(args) > 1 else 5
     only = args[2:]

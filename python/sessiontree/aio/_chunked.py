@@ -166,7 +166,9 @@ def get_tree(session: Session) -> list[TreeNode]:
     labels = storage.get_labels()
     with _Steps() as steps:
         entries = _entries_at(storage, list(range(n)), steps)
-        kids: list[list[TreeNode]] = [[] for _ in range(n)]
+        # Children lists made only for entries that have children (most have one child,
+        # in a long chain): kids[i] is None until then.
+        kids: list[list[TreeNode] | None] = [None] * n
         roots: list[TreeNode] = []
         label_of = labels.get
         for i in range(n - 1, -1, -1):
@@ -174,11 +176,21 @@ def get_tree(session: Session) -> list[TreeNode]:
                 steps.step()
             entry = entries[i]
             mine = kids[i]
-            mine.reverse()
-            node = TreeNode(entry, mine, label_of(entry.id))
-            kids[i] = []
+            if mine is None:
+                node = TreeNode(entry, (), label_of(entry.id))
+            else:
+                mine.reverse()
+                node = TreeNode(entry, mine, label_of(entry.id))
+                kids[i] = None
             p = parents[i]
-            (roots if p < 0 or p >= i else kids[p]).append(node)
+            if p < 0 or p >= i:
+                roots.append(node)
+            else:
+                siblings = kids[p]
+                if siblings is None:
+                    kids[p] = [node]
+                else:
+                    siblings.append(node)
         roots.reverse()
         return roots
 
