@@ -181,6 +181,8 @@ def _small_message(session: Session, message: Any) -> bool:
     # The common messages without a walk of their fixed-size fields (usage, model, ...).
     budget = INLINE_WRITE_BYTES
     cls = message.__class__
+    if cls is UserMessage and message.content.__class__ is str:
+        return len(message.content) <= budget  # a user's text: the commonest append
     if cls is UserMessage or cls is ToolResultMessage or cls is AssistantMessage:
         content = message.content
         if content.__class__ is str:
@@ -188,7 +190,10 @@ def _small_message(session: Session, message: Any) -> bool:
         else:
             size = 0
             for block in content:
-                size += _block_size(block, budget)
+                if block.__class__ is TextContent and block.signature is None:
+                    size += len(block.text)  # the common block, without a call
+                else:
+                    size += _block_size(block, budget)
                 if size > budget:
                     return False
         if cls is ToolResultMessage:
