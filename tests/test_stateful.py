@@ -325,7 +325,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.model.add(self.each(lambda s: s.append_custom_entry("state", data)), "custom")
 
     @precondition(lambda self: self.model.nodes)
-    @rule(i=picks, label=hs.none() | texts)
+    # An empty label is refused (tests/test_package_surface.py); None clears.
+    @rule(i=picks, label=hs.none() | texts.filter(bool))
     def label(self, i: int, label: str | None) -> None:
         target = self.pick(i)
         self.model.add(self.each(lambda s: s.append_label(target, label)), "label")
