@@ -6,7 +6,7 @@ Run with the project venv (``.venv/bin/python fuzz/make_seeds.py``). It writes
   (0 = default limits; see ``limits_for`` in ``src/lib.rs``), committed;
 - ``fuzz/seeds/line/*``: single entry lines of every type, committed;
 - ``fuzz/corpus/{load,line}/``: working corpora for ``cargo fuzz`` (not committed), seeded
-  from the above plus the pi fixtures in ``../shared/fixtures/pi`` (read, never changed).
+  from the above plus the pi fixtures in ``tests/fixtures/pi`` (read, never changed).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import sessiontree as st
 
 FUZZ = Path(__file__).resolve().parent
-PI_FIXTURES = FUZZ.parent.parent / "shared" / "fixtures" / "pi"
+PI_FIXTURES = FUZZ.parent / "tests" / "fixtures" / "pi"
 
 
 def build_session(path: Path) -> None:
