@@ -29,15 +29,17 @@ session, then adds the compacted items), make branches instead of losing history
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .. import _core
 from .._util import now_ms, uuid7
 from ..errors import ClosedError, InvalidArgumentError, SessionError
-from ..model.entries import CustomEntry, MessageEntry, SessionTreeEntry
+from ..model.entries import CompactionEntry, CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
     AgentMessage,
     AssistantMessage,
@@ -61,7 +63,6 @@ from ._common import (
     limits_of,
     mapped_id,
     residual_of,
-    same_json,
     to_json,
 )
 
@@ -366,6 +367,22 @@ def item_to_message(
     >>> m.content, message_to_items(m)
     ('Hi', [{'role': 'user', 'content': 'Hi'}])
     """
+    try:
+        text = json.dumps(item, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return _to_message(item, text, tool_names=tool_names, provider=provider, model=model)
+
+
+def _to_message(
+    item: Any,
+    text: str,
+    *,
+    tool_names: dict[str, str] | None,
+    provider: str,
+    model: str,
+) -> AgentMessage | None:
+    """:func:`item_to_message` of an item whose JSON (``ensure_ascii=False``) is ``text``."""
     build = _TO_MESSAGE.get(_kind(item) or "")
     if build is None:
         return None
@@ -380,7 +397,12 @@ def item_to_message(
     except SessionError:
         return None
     back = message_to_items(message)
-    if len(back) != 1 or not same_json(back[0], item):
+    if len(back) != 1:
+        return None
+    try:
+        if json.dumps(back[0], ensure_ascii=False) != text:
+            return None
+    except (TypeError, ValueError):
         return None
     return message
 
@@ -537,6 +559,322 @@ def entry_to_items(entry: SessionTreeEntry) -> list[Any]:
     return []
 
 
+# ------------------------------------------------------------- items from a stored line
+
+
+def _blocks_from_dicts(blocks: list[Any], residual: list[Any]) -> list[Any]:
+    out = []
+    for block, rest in zip(blocks, residual, strict=True):
+        if block["type"] == "image":
+            out.append({**rest, "image_url": f"data:{block['mime_type']};base64,{block['data']}"})
+        else:
+            out.append({**rest, "text": block["text"]})
+    return out
+
+
+def _item_from_message_dict(message: dict[str, Any], residual: dict[str, Any]) -> Any:
+    """:func:`_with_residual` on the message as its line holds it (a dict, just parsed):
+    the same item, without building the message object (the line's own fields are the
+    message's; ``KeyError``/``TypeError``/``ValueError`` when it is not a message this
+    module mapped)."""
+    item = dict(residual)
+    role = message["role"]
+    content = message["content"]
+    if role == "user":
+        rest = residual.get("content")
+        item["content"] = content if rest is None else _blocks_from_dicts(content, rest)
+    elif role == "tool_result":
+        item["call_id"] = message["tool_call_id"]
+        rest = residual.get("output")
+        item["output"] = (
+            "".join(b["text"] for b in content if b["type"] == "text")
+            if rest is None
+            else _blocks_from_dicts(content, rest)
+        )
+    elif role == "assistant":
+        kind = residual.get("type")
+        if kind == "function_call":
+            (call,) = content
+            if call["type"] != "tool_call":
+                raise ValueError("not a tool call")
+            marker = residual.get("arguments")
+            item["call_id"] = call["id"]
+            item["name"] = call["name"]
+            item["arguments"] = (
+                json.dumps(call["arguments"], ensure_ascii=False)
+                if marker is _ARGS_DEFAULT
+                else json.dumps(call["arguments"], ensure_ascii=False, separators=(",", ":"))
+                if marker == _ARGS_COMPACT
+                else marker
+            )
+        elif kind == "reasoning":
+            item["summary"] = [
+                {**rest, "text": b["thinking"]}
+                for b, rest in zip(content, residual["summary"], strict=True)
+                if b["type"] == "thinking"
+            ]
+        else:
+            rest = residual.get("content")
+            texts = [b["text"] for b in content if b["type"] == "text"]
+            if rest is None:
+                item["content"] = texts[0]
+            else:
+                item["content"] = [
+                    {**r, ("refusal" if r.get("type") == "refusal" else "text"): t}
+                    for t, r in zip(texts, rest, strict=True)
+                ]
+    else:
+        raise ValueError(f"role {role!r}")
+    return item
+
+
+def _items_from_line(line: dict[str, Any]) -> tuple[bool, list[Any]] | None:
+    """(whether the entry is an item entry, its items) from its parsed line (the
+    sessiontree dialect), or ``None`` when only the entry object can say (a message this
+    module did not map, or one of another shape)."""
+    kind = line.get("type")
+    if kind == "message":
+        message = line.get("message")
+        if not isinstance(message, dict):
+            return None
+        residual = message.get(RESIDUAL_KEY)
+        if not isinstance(residual, dict):
+            return None
+        try:
+            return True, [_item_from_message_dict(message, residual)]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+    if kind == "custom":
+        if line.get("custom_type") != ITEM_CUSTOM_TYPE:
+            return False, []
+        return (True, [line["data"]]) if "data" in line else None
+    return False, []
+
+
+# ------------------------------------------------------------------ copies of items
+
+_CONTAINERS: Final = (dict, list)
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a JSON value made of new dicts and lists (strings, numbers shared:
+    they are immutable)."""
+    if type(value) is dict:
+        out = value.copy()
+        for key, inner in value.items():
+            if type(inner) in _CONTAINERS:
+                out[key] = _fresh(inner)
+        return out
+    return [_fresh(inner) if type(inner) in _CONTAINERS else inner for inner in value]
+
+
+def _copy_one(value: Any) -> Any:
+    return _fresh(value) if type(value) in _CONTAINERS else value
+
+
+def _nested_keys(item: Any) -> tuple[str, ...] | None:
+    """The keys of ``item`` (a dict) whose values are containers: what a copy of it must
+    copy beyond ``item.copy()`` (``None``: not a dict, copied whole)."""
+    if type(item) is not dict:
+        return None
+    return tuple(key for key, value in item.items() if type(value) in _CONTAINERS)
+
+
+def _copy_items(items: Sequence[Any], plans: Sequence[tuple[str, ...] | None]) -> list[Any]:
+    """Fresh copies of ``items`` (pristine, never handed out) by their plans."""
+    out: list[Any] = []
+    append = out.append
+    for item, nested in zip(items, plans, strict=True):
+        if nested is None:
+            append(_fresh(item) if type(item) in _CONTAINERS else item)
+        elif not nested:
+            append(item.copy())
+        else:
+            copy = item.copy()
+            for key in nested:
+                copy[key] = _fresh(item[key])
+            append(copy)
+    return out
+
+
+class _NotPlain(Exception):
+    pass
+
+
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def _plain_copy(value: Any, depth: int = 0) -> Any:
+    """A copy of ``value`` when it is made of exactly the types ``json.loads`` gives
+    (``_NotPlain`` otherwise: a tuple, a subclass, a non-str key...), sharing immutables."""
+    if depth > 200:
+        raise _NotPlain
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for key, inner in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            t = type(inner)
+            out[key] = _plain_copy(inner, depth + 1) if t is dict or t is list else inner
+            if t not in _SCALARS and t is not dict and t is not list:
+                raise _NotPlain
+        return out
+    if kind is list:
+        out_list = []
+        for inner in value:
+            t = type(inner)
+            if t is dict or t is list:
+                out_list.append(_plain_copy(inner, depth + 1))
+            elif t in _SCALARS:
+                out_list.append(inner)
+            else:
+                raise _NotPlain
+        return out_list
+    if kind in _SCALARS:
+        return value
+    raise _NotPlain
+
+
+def _pristine(item: Any, text: str) -> Any:
+    """What ``json.loads(text)`` gives for ``item`` (its JSON ``text``), made cheaply."""
+    try:
+        return _plain_copy(item)
+    except _NotPlain:
+        return json.loads(text)
+
+
+def _depth(value: Any) -> int:
+    """The JSON nesting depth of ``value`` (a scalar: 0)."""
+    kind = type(value)
+    if kind is dict:
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if kind is list:
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+# What an entry's line adds around an item: depth (entry, message, residual or content,
+# block, arguments) and bytes (ids, timestamps, usage...), with room to spare.
+_LINE_DEPTH: Final = 8
+_LINE_BYTES: Final = 8192
+_DEFAULT_MAX_DEPTH: Final = 128
+_DEFAULT_MAX_LINE_BYTES: Final = 256 << 20
+
+
+def _surely_fits(limits: Limits | None, planned: Sequence[Any], texts: Sequence[str]) -> bool:
+    """Whether no entry of the batch can exceed the limits (then the scratch session
+    that tries the batch first is not needed): each line holds its item's strings at most
+    twice (the message's fields and the residual), in at most 4 bytes a character, and
+    nests at most :data:`_LINE_DEPTH` deeper than the item or its call's arguments."""
+    max_depth = _DEFAULT_MAX_DEPTH
+    max_bytes = _DEFAULT_MAX_LINE_BYTES
+    if limits is not None:
+        if limits.max_depth is not None:
+            max_depth = min(max_depth, limits.max_depth)
+        if limits.max_line_bytes is not None:
+            max_bytes = limits.max_line_bytes
+    for (thing, pristine), text in zip(planned, texts, strict=True):
+        if 12 * len(text) + _LINE_BYTES > max_bytes:
+            return False
+        depth = _depth(pristine)
+        if isinstance(thing, AssistantMessage):
+            for block in thing.content:
+                if isinstance(block, ToolCall):
+                    depth = max(depth, 1 + _depth(block.arguments))
+        if depth + _LINE_DEPTH > max_depth:
+            return False
+    return True
+
+
+# What an entry is, for the view: an item entry, a compaction (the branch is cut there),
+# anything else.
+_ITEM: Final = 1
+_COMPACTION: Final = 2
+_OTHER: Final = 0
+# How far a walk up the tree by entry objects goes before the branch is read again.
+_WALK_MOST: Final = 256
+
+
+def _engine_of(storage: Any) -> Any:
+    """The engine of an engine-backed storage whose lines are in the sessiontree dialect
+    (what :func:`_items_from_line` reads), else ``None``."""
+    from ..storage.engine import _EngineStorage
+
+    if not isinstance(storage, _EngineStorage):
+        return None
+    engine = storage._engine
+    return engine if engine.dialect[0] == "sessiontree" else None
+
+
+class _View:
+    """An :class:`OpenAIAgentsSession`'s copy of the current branch: its entries' ids,
+    what each is, and their items flattened (pristine: only copies are handed out)."""
+
+    __slots__ = ("codes", "ends", "floor", "ids", "items", "leaf", "ok", "plans", "pos")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.ok = False  # whether the view is the branch ending at ``leaf``
+        self.leaf: str | None = None
+        self.ids: list[str] = []
+        self.pos: dict[str, int] = {}
+        self.codes: list[int] = []
+        self.ends: list[int] = []  # items up to and including each entry
+        self.items: list[Any] = []
+        self.plans: list[tuple[str, ...] | None] = []
+        self.floor = 0  # the position of the compaction the branch is cut at (0: none)
+
+    def push(self, entry_id: str, code: int, items: list[Any]) -> None:
+        at = len(self.ids)
+        self.ids.append(entry_id)
+        self.pos[entry_id] = at
+        self.codes.append(code)
+        if items:
+            self.items.extend(items)
+            self.plans.extend(_nested_keys(item) for item in items)
+        self.ends.append(len(self.items))
+        if code == _COMPACTION:
+            self.floor = at
+
+    def truncate(self, keep: int) -> None:
+        """Keeps the first ``keep`` entries."""
+        if keep >= len(self.ids):
+            return
+        if keep == 0:
+            ok, leaf = self.ok, self.leaf
+            self.reset()
+            self.ok, self.leaf = ok, leaf
+            return
+        pos = self.pos
+        for entry_id in self.ids[keep:]:
+            del pos[entry_id]
+        del self.ids[keep:]
+        del self.codes[keep:]
+        del self.ends[keep:]
+        count = self.ends[-1]
+        del self.items[count:]
+        del self.plans[count:]
+        if self.floor >= keep:
+            self.floor = 0
+
+    def entry_ids(self, first: int) -> list[str]:
+        """The entry id of each item from position ``first`` on."""
+        out: list[str] = []
+        start = 0
+        for entry_id, end in zip(self.ids, self.ends, strict=True):
+            if end > first and end > start:
+                out.extend([entry_id] * (end - max(start, first)))
+            start = end
+        return out
+
+    def entry_of(self, position: int) -> str:
+        """The id of the entry holding item ``position``."""
+        return self.ids[bisect.bisect_right(self.ends, position)]
+
+
 def _is_item_entry(entry: SessionTreeEntry) -> bool:
     if isinstance(entry, CustomEntry):
         return entry.custom_type == ITEM_CUSTOM_TYPE
@@ -633,10 +971,13 @@ class OpenAIAgentsSession:
         # call id -> tool name, to name the tool of a function call output (the output
         # item does not carry it); filled from every function call this object sees.
         self._tool_names: dict[str, str] = {}
-        # Entry id -> the JSON of its items. Entries never change, so this is never stale;
-        # a call to get_items decodes the cached text (what a database-backed session pays)
-        # instead of reading each entry's line and converting its message again.
-        self._items_json: dict[str, str] = {}
+        # Entry id -> (what the entry is, its items): every entry this object wrote or
+        # read, converted once. Entries never change, so this is never stale. The items
+        # are pristine: never handed out, only copies of them.
+        self._known: dict[str, tuple[int, list[Any]]] = {}
+        # The current branch as this object last saw it, caught up from the leaf on each
+        # call (see _sync), so a turn converts only what is new.
+        self._view = _View()
         self._sdk_id = _sdk_id_of(session.session) or session.session.id
         self._closed = False
         # The registry hold when opened by ``open`` (else ``close`` closes the session).
@@ -734,7 +1075,7 @@ class OpenAIAgentsSession:
         """The items on the current branch, oldest first; with ``limit``, only the last
         ``limit`` of them (``limit <= 0`` gives ``[]``). ``limit=None`` uses
         ``session_settings.limit``."""
-        return [item for _, item in await self._collect(limit)]
+        return await self._items(limit)
 
     async def get_item_entries(self, limit: int | None = None) -> list[ItemEntry]:
         """Like :meth:`get_items`, each item with the id of its entry (to branch from)."""
@@ -746,22 +1087,158 @@ class OpenAIAgentsSession:
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return []
-        return self._select(await self._session.get_branch(), limit)
 
-    def _select(self, branch: list[SessionTreeEntry], limit: int | None) -> list[tuple[str, Any]]:
-        """The (entry id, item) pairs of a branch, the last ``limit`` of them."""
-        out: list[tuple[str, Any]] = []
-        items_of = self._items_of
-        # Newest first, so a limit converts only the entries it returns.
-        for entry in reversed(branch):
-            entry_id = entry.id
-            for item in reversed(items_of(entry)):
-                out.append((entry_id, item))
-            if limit is not None and len(out) >= limit:
-                del out[limit:]
-                break
-        out.reverse()
-        return out
+        def collect() -> list[tuple[str, Any]]:
+            session = self._session.session
+            with session.storage.atomic():
+                view = self._sync(session)
+                count = len(view.items)
+                first = 0 if limit is None else max(0, count - limit)
+                items = view.items[first:]
+                plans = view.plans[first:]
+                ids = view.entry_ids(first)
+            # Copied outside the storage's lock: only this session's lane changes the view.
+            return list(zip(ids, _copy_items(items, plans), strict=True))
+
+        return await in_lane(self._session, collect)
+
+    async def _items(self, limit: int | None) -> list[TResponseInputItem]:
+        self._check_open()
+        _check_limit(limit)
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is not None and limit <= 0:
+            return []
+
+        def collect() -> list[TResponseInputItem]:
+            session = self._session.session
+            with session.storage.atomic():
+                view = self._sync(session)
+                count = len(view.items)
+                first = 0 if limit is None else max(0, count - limit)
+                items = view.items[first:] if first else list(view.items)
+                plans = view.plans[first:] if first else list(view.plans)
+            return _copy_items(items, plans)
+
+        return await in_lane(self._session, collect)
+
+    # -- the view of the current branch --------------------------------------------------
+
+    def _sync(self, session: Session) -> _View:
+        """The view caught up with the session's leaf: unchanged when the leaf is where the
+        view ends (this object's own appends extend it); else walked up from the leaf to
+        the nearest entry the view holds, so what another object appended, a pop or a
+        branch costs what changed; else (another compaction on the way, a non-engine
+        storage's long walk) built again from the branch."""
+        view = self._view
+        storage = session.storage
+        leaf = storage.get_leaf_id()
+        if view.ok and leaf == view.leaf:
+            return view
+        if not (view.ok and self._catch_up(storage, leaf)):
+            self._rebuild(session, leaf)
+        return view
+
+    def _catch_up(self, storage: Any, leaf: str | None) -> bool:
+        view = self._view
+        engine = _engine_of(storage)
+        new: list[str] = []
+        entry_id = leaf
+        while entry_id is not None and entry_id not in view.pos:
+            if engine is not None:
+                idx = engine.lookup(entry_id)
+                if idx is None:
+                    return False
+                kind, _, parent, _, _ = engine.info(idx)
+                if kind == "compaction":
+                    return False
+                new.append(entry_id)
+                entry_id = None if parent is None else engine.id_of(parent)
+            else:
+                if len(new) >= _WALK_MOST:
+                    return False
+                entry = storage.get_entry(entry_id)
+                if entry is None or isinstance(entry, CompactionEntry):
+                    return False
+                new.append(entry_id)
+                entry_id = entry.parent_id
+        if entry_id is None:
+            view.truncate(0)
+        else:
+            at = view.pos[entry_id]
+            if at < view.floor:
+                return False  # above the compaction the view is cut at: not this branch
+            view.truncate(at + 1)
+        for entry_id in reversed(new):
+            code, items = self._known_or_read(storage, engine, entry_id)
+            view.push(entry_id, code, items)
+        view.leaf = leaf
+        return True
+
+    def _rebuild(self, session: Session, leaf: str | None) -> None:
+        view = self._view
+        view.reset()
+        storage = session.storage
+        engine = _engine_of(storage)
+        known = self._known
+        if engine is not None:
+            idxs = engine.path_indices(leaf, True)
+            ids = [engine.id_of(i) for i in idxs]
+            missing = [k for k, entry_id in enumerate(ids) if entry_id not in known]
+            if missing:
+                lines = engine.lines([idxs[k] for k in missing])
+                for k, line in zip(missing, lines, strict=True):
+                    self._learn(storage, ids[k], _core.json_loads(line))
+            for entry_id in ids:
+                code, items = known[entry_id]
+                view.push(entry_id, code, items)
+        else:
+            for entry in session.get_branch():
+                code, items = self._known_entry(entry)
+                view.push(entry.id, code, items)
+        view.leaf = leaf
+        view.ok = True
+
+    def _known_or_read(self, storage: Any, engine: Any, entry_id: str) -> tuple[int, list[Any]]:
+        found = self._known.get(entry_id)
+        if found is not None:
+            return found
+        if engine is not None:
+            line = engine.get_line(entry_id)
+            if line is not None:
+                return self._learn(storage, entry_id, _core.json_loads(line))
+        entry = storage.get_entry(entry_id)
+        if entry is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return self._known_entry(entry)
+
+    def _learn(self, storage: Any, entry_id: str, line: Any) -> tuple[int, list[Any]]:
+        """What the entry of this parsed line is and its items, kept in ``_known``."""
+        made = _items_from_line(line) if isinstance(line, dict) else None
+        if made is None:
+            entry = storage.get_entry(entry_id)
+            if entry is None:
+                raise SessionError("not_found", f"entry {entry_id!r} not found")
+            return self._known_entry(entry)
+        is_item, items = made
+        code = _ITEM if is_item else _COMPACTION if line.get("type") == "compaction" else _OTHER
+        self._known[entry_id] = found = (code, items)
+        self._learn_tool_names(items)
+        return found
+
+    def _known_entry(self, entry: SessionTreeEntry) -> tuple[int, list[Any]]:
+        found = self._known.get(entry.id)
+        if found is None:
+            code = (
+                _ITEM
+                if _is_item_entry(entry)
+                else _COMPACTION
+                if isinstance(entry, CompactionEntry)
+                else _OTHER
+            )
+            items = entry_to_items(entry)
+            self._known[entry.id] = found = (code, items)
+            self._learn_tool_names(items)
+        return found
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Appends ``items`` under the leaf, one entry each, as one step.
@@ -786,7 +1263,8 @@ class OpenAIAgentsSession:
             )
         if not items:
             return
-        planned: list[tuple[AgentMessage | _Custom, str]] = []
+        planned: list[tuple[AgentMessage | _Custom, Any]] = []
+        texts: list[str] = []
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 raise ItemTypeError(
@@ -797,10 +1275,17 @@ class OpenAIAgentsSession:
             except SessionError as exc:
                 raise ItemTypeError(exc.code, exc.message) from exc.__cause__
             self._learn_tool_names([item])
-            message = item_to_message(
-                item, tool_names=self._tool_names, provider=self._provider, model=self._model
+            # The item as get_items gives it back (its JSON's value), never handed out.
+            pristine = _pristine(item, text)
+            message = _to_message(
+                pristine,
+                text,
+                tool_names=self._tool_names,
+                provider=self._provider,
+                model=self._model,
             )
-            planned.append((message if message is not None else _Custom(json.loads(text)), text))
+            planned.append((message if message is not None else _Custom(pristine), pristine))
+            texts.append(text)
 
         def append_all(session: Session) -> list[str]:
             return [
@@ -810,32 +1295,31 @@ class OpenAIAgentsSession:
                 for thing, _ in planned
             ]
 
-        if len(planned) == 1:
-            # One append is one step of the session's own (and fails writing nothing).
-            thing, text = planned[0]
-            entry_id = await (
-                self._session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
-                if isinstance(thing, _Custom)
-                else self._session.append_message(thing)
-            )
-            self._items_json[entry_id] = f"[{text}]"
-            return
-        # A batch is tried first on a scratch session, so no entry of it is written when
-        # a later one would fail.
-        check_writes(self._limits, append_all)
+        if len(planned) > 1 and not _surely_fits(self._limits, planned, texts):
+            # A batch is tried first on a scratch session, so no entry of it is written
+            # when a later one would fail (the engine's own checks: depth, line size).
+            check_writes(self._limits, append_all)
 
-        def write(session: Session) -> list[str]:
+        def write(session: Session) -> None:
+            view = self._view
             leaf = session.get_leaf_id()
             try:
-                return append_all(session)
+                ids = append_all(session)
             except BaseException:
                 if session.get_leaf_id() != leaf:
                     with contextlib.suppress(Exception):
                         session.move_to(leaf)
                 raise
+            extend = view.ok and view.leaf == leaf
+            for entry_id, (thing, pristine) in zip(ids, planned, strict=True):
+                found = (_ITEM, [pristine if isinstance(thing, AgentMessage) else thing.item])
+                self._known[entry_id] = found
+                if extend:
+                    view.push(entry_id, *found)
+            if extend:
+                view.leaf = ids[-1]
 
-        for entry_id, (_, text) in zip(await self._in_lane(write), planned, strict=True):
-            self._items_json[entry_id] = f"[{text}]"
+        await self._in_lane(write)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Takes the last item off the current branch: the leaf moves to the entry before
@@ -851,7 +1335,7 @@ class OpenAIAgentsSession:
                 if _is_item_entry(entry):
                     items = self._items_of(entry)
                     session.move_to(entry.parent_id)
-                    return items[-1] if items else None
+                    return _copy_one(items[-1]) if items else None
                 entry_id = entry.parent_id
             return None
 
@@ -905,9 +1389,8 @@ class OpenAIAgentsSession:
         out = []
         for entry, count in tips:
             items = self._items_of(entry)
-            out.append(
-                Branch(entry.id, count, items[-1] if items else None, entry.id == current_item)
-            )
+            last = _copy_one(items[-1]) if items else None
+            out.append(Branch(entry.id, count, last, entry.id == current_item))
         return out
 
     async def branch(
@@ -935,33 +1418,30 @@ class OpenAIAgentsSession:
             if from_entry is not None:
                 session.move_to(from_entry)
                 return
-            branch = session.get_branch()
-            entries = self._select(branch, None)
+            view = self._sync(session)
+            items = view.items
             if at is not None:
-                _check_count("at", at, len(entries))
+                _check_count("at", at, len(items))
                 keep = at
             else:
                 assert turn is not None
-                starts = [n for n, (_, item) in enumerate(entries) if _kind(item) == "user"]
+                starts = [n for n, item in enumerate(items) if _kind(item) == "user"]
                 _check_count("turn", turn, len(starts))
-                keep = starts[turn] if turn < len(starts) else len(entries)
+                keep = starts[turn] if turn < len(starts) else len(items)
             if keep == 0:
-                first = next((e for e in branch if _is_item_entry(e)), None)
-                session.move_to(None if first is None else first.parent_id)
+                first = next((k for k, code in enumerate(view.codes) if code == _ITEM), None)
+                entry = None if first is None else session.get_entry(view.ids[first])
+                target = None if entry is None else entry.parent_id
             else:
-                session.move_to(entries[keep - 1][0])
+                target = view.entry_of(keep - 1)
+            session.move_to(target)
 
         await self._in_lane(move)
 
     def _items_of(self, entry: SessionTreeEntry) -> list[Any]:
-        """:func:`entry_to_items`, through the cache of items' JSON."""
-        text = self._items_json.get(entry.id)
-        if text is not None:
-            return json.loads(text)  # type: ignore[no-any-return]
-        items = entry_to_items(entry)
-        self._items_json[entry.id] = json.dumps(items, ensure_ascii=False)
-        self._learn_tool_names(items)
-        return items
+        """:func:`entry_to_items`, through the cache of converted entries: the pristine
+        items, not to be handed out (copy them)."""
+        return self._known_entry(entry)[1]
 
     def _learn_tool_names(self, items: Any) -> None:
         for item in items:
