@@ -34,7 +34,7 @@ import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from .. import _core
 from .._util import now_ms, uuid7
@@ -399,12 +399,38 @@ def _to_message(
     back = message_to_items(message)
     if len(back) != 1:
         return None
+    if type(item) is dict and _same_value(back[0], item):
+        return message  # the same JSON, compared without writing it
     try:
         if json.dumps(back[0], ensure_ascii=False) != text:
             return None
     except (TypeError, ValueError):
         return None
     return message
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (``b`` made of the types ``json.loads`` gives) are the same
+    JSON: the same types, key order and values (``-0.0`` is not ``0.0``)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        if len(a) != len(b):
+            return False
+        for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
+            if ka != kb or type(ka) is not str or not (va is vb or _same_value(va, vb)):
+                return False
+        return True
+    if kind is list:
+        return len(a) == len(b) and all(
+            x is y or _same_value(x, y) for x, y in zip(a, b, strict=True)
+        )
+    if kind is float:
+        return repr(a) == repr(b)
+    return kind in _SCALARS and bool(a == b)
 
 
 # ------------------------------------------------------------------ message -> items
@@ -748,10 +774,18 @@ def _depth(value: Any) -> int:
     """The JSON nesting depth of ``value`` (a scalar: 0)."""
     kind = type(value)
     if kind is dict:
-        return 1 + max((_depth(v) for v in value.values()), default=0)
-    if kind is list:
-        return 1 + max((_depth(v) for v in value), default=0)
-    return 0
+        inner = value.values()
+    elif kind is list:
+        inner = value
+    else:
+        return 0
+    deepest = 0
+    for v in inner:
+        if type(v) in _CONTAINERS:
+            d = _depth(v)
+            if d > deepest:
+                deepest = d
+    return deepest + 1
 
 
 # What an entry's line adds around an item: depth (entry, message, residual or content,
@@ -838,6 +872,27 @@ class _View:
         self.ends.append(len(self.items))
         if code == _COMPACTION:
             self.floor = at
+
+    def push_all(self, ids: list[str], known: list[tuple[int, list[Any]]]) -> None:
+        """:meth:`push` of every entry of ``ids`` (their codes and items in ``known``)."""
+        if not ids:
+            return
+        start = len(self.ids)
+        self.ids.extend(ids)
+        self.pos.update(zip(ids, range(start, start + len(ids)), strict=True))
+        codes = [code for code, _ in known]
+        self.codes.extend(codes)
+        items_out = self.items
+        ends = self.ends
+        for _, items in known:
+            if len(items) == 1:
+                items_out.append(items[0])
+            elif items:
+                items_out.extend(items)
+            ends.append(len(items_out))
+        self.plans.extend(_nested_keys(item) for item in items_out[len(self.plans) :])
+        if _COMPACTION in codes:
+            self.floor = start + len(codes) - 1 - codes[::-1].index(_COMPACTION)
 
     def truncate(self, keep: int) -> None:
         """Keeps the first ``keep`` entries."""
@@ -943,10 +998,20 @@ class OpenAIAgentsSession:
             is the default of :meth:`get_items`.
         provider: the provider written on assistant messages (items do not say).
         model: the model written on assistant messages.
+        item_copies: what ``get_items`` and :meth:`get_item_entries` hand out:
+            ``"deep"`` (the default), items that are
+            wholly the caller's, as the SDK's ``SQLiteSession`` returns; ``"shallow"``,
+            a new dict for each item whose nested lists and dicts are shared with the
+            object's cache and with what other calls returned: the ``Runner`` only reads
+            them (it copies an item before changing it), and a turn no longer copies the
+            whole history, but code that changes an item's nested values in place must
+            ``copy.deepcopy`` it first.
 
-    The object keeps the JSON text of every item it wrote or read (entries never change),
-    so each ``get_items`` decodes text, as a database-backed session does, instead of
-    reading and converting the entries again: memory about the size of those items.
+    The object keeps every item it wrote or read, converted (entries never change), and
+    the current branch as it last saw it: a call catches up with what changed since (its
+    own appends, another object's, a pop or a branch) and converts only that; the first
+    read of a session reads its entries' lines from the engine. Memory: about the size of
+    those items as Python objects.
     """
 
     def __init__(
@@ -956,10 +1021,14 @@ class OpenAIAgentsSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
+        item_copies: Literal["deep", "shallow"] = "deep",
     ) -> None:
         session = as_async_session(session)
         if not provider or not model:
             raise SessionError("invalid_argument", "provider and model must not be empty")
+        if item_copies not in ("deep", "shallow"):
+            raise SessionError("invalid_argument", "item_copies must be 'deep' or 'shallow'")
+        self._shallow = item_copies == "shallow"
         self._session = session
         self.session_settings: SessionSettings | None = (
             coerce_session_settings(session_settings)
@@ -995,6 +1064,7 @@ class OpenAIAgentsSession:
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        item_copies: Literal["deep", "shallow"] = "deep",
     ) -> OpenAIAgentsSession:
         """Open the SDK session ``session_id`` of ``repo``, creating it if it does not
         exist (with a new id when ``session_id`` is ``None``).
@@ -1027,7 +1097,11 @@ class OpenAIAgentsSession:
         )
         try:
             self = cls(
-                shared.session, session_settings=session_settings, provider=provider, model=model
+                shared.session,
+                session_settings=session_settings,
+                provider=provider,
+                model=model,
+                item_copies=item_copies,
             )
         except BaseException:
             await shared.release()
@@ -1098,7 +1172,7 @@ class OpenAIAgentsSession:
                 plans = view.plans[first:]
                 ids = view.entry_ids(first)
             # Copied outside the storage's lock: only this session's lane changes the view.
-            return list(zip(ids, _copy_items(items, plans), strict=True))
+            return list(zip(ids, self._copies(items, plans), strict=True))
 
         return await in_lane(self._session, collect)
 
@@ -1117,9 +1191,14 @@ class OpenAIAgentsSession:
                 first = 0 if limit is None else max(0, count - limit)
                 items = view.items[first:] if first else list(view.items)
                 plans = view.plans[first:] if first else list(view.plans)
-            return _copy_items(items, plans)
+            return self._copies(items, plans)
 
         return await in_lane(self._session, collect)
+
+    def _copies(self, items: list[Any], plans: list[tuple[str, ...] | None]) -> list[Any]:
+        if self._shallow:
+            return [item.copy() if type(item) is dict else _copy_one(item) for item in items]
+        return _copy_items(items, plans)
 
     # -- the view of the current branch --------------------------------------------------
 
@@ -1185,12 +1264,8 @@ class OpenAIAgentsSession:
             ids = [engine.id_of(i) for i in idxs]
             missing = [k for k, entry_id in enumerate(ids) if entry_id not in known]
             if missing:
-                lines = engine.lines([idxs[k] for k in missing])
-                for k, line in zip(missing, lines, strict=True):
-                    self._learn(storage, ids[k], _core.json_loads(line))
-            for entry_id in ids:
-                code, items = known[entry_id]
-                view.push(entry_id, code, items)
+                self._read_lines(storage, [ids[k] for k in missing], [idxs[k] for k in missing])
+            view.push_all(ids, [known[entry_id] for entry_id in ids])
         else:
             for entry in session.get_branch():
                 code, items = self._known_entry(entry)
@@ -1206,6 +1281,39 @@ class OpenAIAgentsSession:
             line = engine.get_line(entry_id)
             if line is not None:
                 return self._learn(storage, entry_id, _core.json_loads(line))
+        entry = storage.get_entry(entry_id)
+        if entry is None:
+            raise SessionError("not_found", f"entry {entry_id!r} not found")
+        return self._known_entry(entry)
+
+    def _read_lines(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
+        """Reads and converts the entries ``ids`` (at engine positions ``idxs``) from their
+        lines into ``_known``: the first read of a session, in bulk."""
+        known = self._known
+        names = self._tool_names
+        loads = _core.json_loads
+        from_line = _items_from_line
+        for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
+            line = loads(raw)
+            made = from_line(line) if type(line) is dict else None
+            if made is None:
+                self._known_entry_id(storage, entry_id)
+                continue
+            is_item, items = made
+            if is_item:
+                known[entry_id] = (_ITEM, items)
+                item = items[0]
+                if type(item) is dict and item.get("type") == "function_call":
+                    call_id, name = item.get("call_id"), item.get("name")
+                    if isinstance(call_id, str) and isinstance(name, str):
+                        names[call_id] = name
+            else:
+                known[entry_id] = (
+                    _COMPACTION if line.get("type") == "compaction" else _OTHER,
+                    items,
+                )
+
+    def _known_entry_id(self, storage: Any, entry_id: str) -> tuple[int, list[Any]]:
         entry = storage.get_entry(entry_id)
         if entry is None:
             raise SessionError("not_found", f"entry {entry_id!r} not found")
