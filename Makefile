@@ -60,6 +60,13 @@ test-python: ## pytest (the package; needs `make install`)
 .PHONY: test
 test: install test-rust test-python ## Everything: build, cargo test, pytest
 
+# The agent frameworks' own tests (their sessions' and stores' tests, the Runner's) run
+# against the adapters: tests/upstream/run.sh fetches the sdists constraints/adapters.txt
+# pins from PyPI into .upstream/ and swaps their stores for ours. Not part of `make test`.
+.PHONY: upstream-tests
+upstream-tests: ## Run the OpenAI Agents and Claude Agent SDKs' own tests on the adapters
+	tests/upstream/run.sh
+
 .PHONY: lint
 lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check
 	cargo fmt --all -- --check
