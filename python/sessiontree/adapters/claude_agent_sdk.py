@@ -147,9 +147,15 @@ def _is_summary(entry: SessionTreeEntry | None) -> bool:
 def _last_summary(storage: SessionStorage) -> CustomEntry | None:
     """The newest summary entry (summaries are appended after each batch, so it is among
     the last entries)."""
-    for entry in storage.get_entries("custom", reverse=True):
-        if isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE:
-            return entry
+    # The newest few first: building every custom entry of a long transcript on each
+    # append made an append cost the transcript's length.
+    for limit in (4, None):
+        entries = storage.get_entries("custom", limit=limit, reverse=True)
+        for entry in entries:
+            if isinstance(entry, CustomEntry) and entry.custom_type == SUMMARY_CUSTOM_TYPE:
+                return entry
+        if limit is not None and len(entries) < limit:
+            return None
     return None
 
 
@@ -239,6 +245,22 @@ def _plan_entries(
 
 
 def _load_entries(storage: SessionStorage) -> list[Any]:
+    """The transcript's entries, each a new object: from the engine's lines when the
+    storage has them in the sessiontree dialect (one parse each, no entry object built),
+    else from the entries."""
+    from .. import _core
+    from ..storage.engine import _EngineStorage
+
+    if isinstance(storage, _EngineStorage):
+        engine = storage._engine
+        if engine.dialect[0] == "sessiontree":
+            loads = _core.json_loads
+            out = []
+            for raw in engine.lines(engine.select("custom", None, None, False)):
+                line = loads(raw)
+                if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
+                    out.append(line["data"])
+            return out
     return [
         json_copy(e.data)
         for e in storage.get_entries("custom")
