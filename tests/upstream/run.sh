@@ -43,8 +43,8 @@ esac
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 mkdir -p "$cache"
 
-# The test dependencies: exact pins, into a folder of their own (named by the pins' hash)
-# that only these runs put on PYTHONPATH.
+# The OpenAI Agents SDK's test dependencies: exact pins, into a folder of their own (named
+# by the pins' hash) that only its run puts on PYTHONPATH.
 site=$cache/site-$(sha256sum constraints/upstream.txt | cut -c1-12)
 if [ ! -d "$site" ]; then
     "$py" -m pip install -q --no-deps --target "$site.tmp" -r constraints/upstream.txt
@@ -84,10 +84,10 @@ if bad:
 EOF
 }
 
-# run <dist name> <module> <list> <plugin>
+# run <dist name> <module> <list> <plugin> <extra PYTHONPATH> [pytest args...]
 run() {
-    local dist=$1 module=$2 list=$here/$3 plugin=$4 dir plugins arg files=()
-    shift 4
+    local dist=$1 module=$2 list=$here/$3 plugin=$4 extra=$5 dir plugins arg files=()
+    shift 5
     # The list's files, unless the arguments name tests of their own.
     for arg in "$@"; do [[ $arg != tests/* ]] || files=(--); done
     if [ ${#files[@]} = 0 ]; then
@@ -108,16 +108,18 @@ run() {
     # their package (checked above to be the installed one), as their tests expect.
     (
         cd "$dir"
-        PYTHONPATH="$here:$dir/src:$site${PYTHONPATH:+:$PYTHONPATH}" \
+        PYTHONPATH="$here:$dir/src$extra${PYTHONPATH:+:$PYTHONPATH}" \
             "$py" -m pytest -q -p no:cacheprovider "${plugins[@]}" "${files[@]}" "$@"
     )
 }
 
 status=0
 if [ "$which" != claude-agent-sdk ]; then
-    run openai-agents agents openai_agents.txt openai_agents_plugin "$@" || status=1
+    run openai-agents agents openai_agents.txt openai_agents_plugin ":$site" "$@" || status=1
 fi
 if [ "$which" != openai-agents ]; then
-    run claude-agent-sdk claude_agent_sdk claude_agent_sdk.txt claude_agent_sdk_plugin "$@" || status=1
+    # Their test needs (pytest, anyio[trio]) are .venv's.
+    run claude-agent-sdk claude_agent_sdk claude_agent_sdk.txt claude_agent_sdk_plugin "" "$@" \
+        || status=1
 fi
 exit $status
