@@ -105,7 +105,12 @@ async def _follow(tmp_path: Path, seed: int, where: str) -> None:
             want = _expected(checked)
             got = await checked.get_items()
             assert json.dumps(got) == json.dumps(want)
-            assert [e.item for e in await checked.get_item_entries()] == got
+            entries = await checked.get_item_entries()
+            assert [e.item for e in entries] == got
+            branch = checked.session.session.get_branch()
+            assert [e.entry_id for e in entries] == [
+                entry.id for entry in branch for _ in entry_to_items(entry)
+            ]
             if got:
                 limit = rng.randrange(1, len(got) + 1)
                 assert await checked.get_items(limit=limit) == got[-limit:]
