@@ -26,6 +26,8 @@ import pytest
 from upstream_blocking import blocking
 
 _root: Path | None = None
+# How many tests made one of our objects (the others run no session, or one of their own).
+_tests_with_ours = 0
 _open: list[Any] = []
 
 
@@ -75,7 +77,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    global _tests_with_ours
     yield
+    _tests_with_ours += bool(_open)
     while _open:
         blocking(_open.pop().close())
 
@@ -91,4 +95,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     return (
         "sessiontree upstream: claude_agent_sdk.InMemorySessionStore is sessiontree's "
         "ClaudeAgentSessionStore over JSONL"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.write_line(
+        f"sessiontree upstream: {_tests_with_ours} tests made a ClaudeAgentSessionStore"
     )

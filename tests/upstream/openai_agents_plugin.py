@@ -36,6 +36,8 @@ import sessiontree as st
 from sessiontree.adapters.openai_agents import OpenAIAgentsSession
 
 _root: Path | None = None
+# How many tests made one of our objects (the others run no session, or one of their own).
+_tests_with_ours = 0
 _open: list[_SessionTreeBacked] = []
 
 
@@ -200,7 +202,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    global _tests_with_ours
     yield
+    _tests_with_ours += bool(_open)
     while _open:
         _open.pop()._close_inner()
 
@@ -216,4 +220,10 @@ def pytest_report_header(config: pytest.Config) -> str:
     return (
         "sessiontree upstream: agents.SQLiteSession and tests.utils.simple_session's "
         "sessions are sessiontree's OpenAIAgentsSession over JSONL"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.write_line(
+        f"sessiontree upstream: {_tests_with_ours} tests made an OpenAIAgentsSession"
     )
