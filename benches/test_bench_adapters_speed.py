@@ -7,7 +7,7 @@ file), on a history of ``n`` items (10k and 100k with ``--bench-real``):
 
 - ``openai-turn``: an agent turn as the ``Runner`` makes it: ``add_items`` of 2 items, then
   ``get_items()`` of the whole history, on the object that holds the session
-  (``sessiontree-shallow``: opened with ``item_copies="shallow"``).
+  (``sessiontree-shared``: opened with ``item_copies="shared"``).
 - ``openai-reopen``: open the session (a new object), ``get_items()``, close.
 - ``openai-add-batch``: ``add_items`` of the whole history at once, into a new session.
 - ``openai-add-one``: ``add_items`` of one item at a time (at most 10k items).
@@ -223,7 +223,7 @@ def _openai_setup(bench: Bench) -> None:
     pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
 
-@pytest.mark.parametrize("impl", [*OPENAI, "sessiontree-shallow"])
+@pytest.mark.parametrize("impl", [*OPENAI, "sessiontree-shared"])
 @pytest.mark.parametrize("size", _size_params())
 def test_openai_turn(
     benchmark: BenchmarkFixture,
@@ -250,8 +250,8 @@ def test_openai_turn(
             session = SQLiteSession("bench", sqlite_db)
         else:
             repo = st.AsyncSessionRepo(st.JsonlSessionRepo(jsonl))
-            copies = "shallow" if impl == "sessiontree-shallow" else "deep"
-            session = _run(loop, OpenAIAgentsSession.open(repo, "bench", item_copies=copies))
+            shared: Any = {"item_copies": "shared"} if impl == "sessiontree-shared" else {}
+            session = _run(loop, OpenAIAgentsSession.open(repo, "bench", **shared))
         _run(loop, session.get_items())  # the run's first turn read the history
         added: list[Any] = []
         rounds = _rounds(bench, n)

@@ -149,17 +149,20 @@ async def _callers(tmp_path: Path) -> None:
     await session.close()
 
 
-def test_shallow_copies_are_new_dicts_of_the_same_items(tmp_path: Path) -> None:
+def test_shared_items_are_the_objects_own(tmp_path: Path) -> None:
     async def main() -> None:
         repo = st.AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
-        session = await OpenAIAgentsSession.open(repo, "s", item_copies="shallow")
+        session = await OpenAIAgentsSession.open(repo, "s", item_copies="shared")
         items = [_item(random.Random(k), k) for k in range(12)]
         await session.add_items(items)
         first = await session.get_items()
         assert json.dumps(first) == json.dumps(items)
-        for item in first:
-            item["changed"] = True  # the item's own dict: not seen by the next call
-        assert json.dumps(await session.get_items()) == json.dumps(items)
+        second = await session.get_items()
+        assert second is not first
+        assert all(a is b for a, b in zip(first, second, strict=True))
+        popped = await session.pop_item()  # pop_item still hands out a copy
+        assert popped == items[-1]
+        assert popped is not first[-1]
         await session.close()
         with pytest.raises(st.SessionError):
             OpenAIAgentsSession(st.Session(st.InMemorySessionStorage()), item_copies="x")  # type: ignore[arg-type]

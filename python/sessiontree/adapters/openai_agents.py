@@ -999,13 +999,12 @@ class OpenAIAgentsSession:
         provider: the provider written on assistant messages (items do not say).
         model: the model written on assistant messages.
         item_copies: what ``get_items`` and :meth:`get_item_entries` hand out:
-            ``"deep"`` (the default), items that are
-            wholly the caller's, as the SDK's ``SQLiteSession`` returns; ``"shallow"``,
-            a new dict for each item whose nested lists and dicts are shared with the
-            object's cache and with what other calls returned: the ``Runner`` only reads
-            them (it copies an item before changing it), and a turn no longer copies the
-            whole history, but code that changes an item's nested values in place must
-            ``copy.deepcopy`` it first.
+            ``"deep"`` (the default), items that are wholly the caller's, as the SDK's
+            ``SQLiteSession`` returns; ``"shared"``, the object's own items (a new list
+            of them): read-only, what the ``Runner`` needs (it copies each history item
+            before it changes it), so a turn copies nothing of the history; code that
+            changes a returned item must ``copy.deepcopy`` it first, or the object's
+            later calls return the change.
 
     The object keeps every item it wrote or read, converted (entries never change), and
     the current branch as it last saw it: a call catches up with what changed since (its
@@ -1021,14 +1020,14 @@ class OpenAIAgentsSession:
         session_settings: SessionSettings | dict[str, Any] | None = None,
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
-        item_copies: Literal["deep", "shallow"] = "deep",
+        item_copies: Literal["deep", "shared"] = "deep",
     ) -> None:
         session = as_async_session(session)
         if not provider or not model:
             raise SessionError("invalid_argument", "provider and model must not be empty")
-        if item_copies not in ("deep", "shallow"):
-            raise SessionError("invalid_argument", "item_copies must be 'deep' or 'shallow'")
-        self._shallow = item_copies == "shallow"
+        if item_copies not in ("deep", "shared"):
+            raise SessionError("invalid_argument", "item_copies must be 'deep' or 'shared'")
+        self._shared_items = item_copies == "shared"
         self._session = session
         self.session_settings: SessionSettings | None = (
             coerce_session_settings(session_settings)
@@ -1064,7 +1063,7 @@ class OpenAIAgentsSession:
         provider: str = DEFAULT_PROVIDER,
         model: str = DEFAULT_MODEL,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        item_copies: Literal["deep", "shallow"] = "deep",
+        item_copies: Literal["deep", "shared"] = "deep",
     ) -> OpenAIAgentsSession:
         """Open the SDK session ``session_id`` of ``repo``, creating it if it does not
         exist (with a new id when ``session_id`` is ``None``).
@@ -1196,8 +1195,8 @@ class OpenAIAgentsSession:
         return await in_lane(self._session, collect)
 
     def _copies(self, items: list[Any], plans: list[tuple[str, ...] | None]) -> list[Any]:
-        if self._shallow:
-            return [item.copy() if type(item) is dict else _copy_one(item) for item in items]
+        if self._shared_items:
+            return items  # already a new list (a slice of the view's)
         return _copy_items(items, plans)
 
     # -- the view of the current branch --------------------------------------------------
