@@ -63,6 +63,7 @@ from ._common import (
     limits_of,
     mapped_id,
     residual_of,
+    runs_inline,
     to_json,
 )
 
@@ -826,6 +827,13 @@ def _surely_fits(limits: Limits | None, planned: Sequence[Any], texts: Sequence[
 _ITEM: Final = 1
 _COMPACTION: Final = 2
 _OTHER: Final = 0
+# What add_items writes inline (lane idle, a storage that writes from memory): at most
+# this many items of at most _INLINE_BYTES characters of JSON in all (AsyncSession's own
+# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES); what get_items
+# copies inline: at most this many items ("shared" hands out the view's items: any count).
+_INLINE_ITEMS: Final = 16
+_INLINE_BYTES: Final = 64 * 1024
+_INLINE_COPIES: Final = 300
 # How far a walk up the tree by entry objects goes before the branch is read again.
 _WALK_MOST: Final = 256
 
@@ -1192,6 +1200,16 @@ class OpenAIAgentsSession:
                 plans = view.plans[first:] if first else list(view.plans)
             return self._copies(items, plans)
 
+        # Inline (no thread hop) when the view is the branch already and handing it out is
+        # cheap: the shared items, or a few copies.
+        view = self._view
+        if view.ok and runs_inline(self._session, "read"):
+            count = len(view.items)
+            wanted = count if limit is None else min(limit, count)
+            if (self._shared_items or wanted <= _INLINE_COPIES) and (
+                self._session.session.storage.get_leaf_id() == view.leaf
+            ):
+                return collect()
         return await in_lane(self._session, collect)
 
     def _copies(self, items: list[Any], plans: list[tuple[str, ...] | None]) -> list[Any]:
@@ -1426,6 +1444,15 @@ class OpenAIAgentsSession:
             if extend:
                 view.leaf = ids[-1]
 
+        if len(planned) <= _INLINE_ITEMS and sum(map(len, texts)) <= _INLINE_BYTES:
+            # A turn's few small items: written inline when the session's lane is idle
+            # and its storage writes from memory (no thread hop), as AsyncSession does.
+            session = self._session
+            if runs_inline(session, "write"):
+                sync = session.session
+                with sync.storage.atomic():
+                    write(sync)
+                return
         await self._in_lane(write)
 
     async def pop_item(self) -> TResponseInputItem | None:
