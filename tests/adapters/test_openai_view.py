@@ -56,8 +56,17 @@ def _expected(obj: OpenAIAgentsSession) -> list[Any]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("where", ["jsonl", "memory"])
-def test_view_follows_every_leaf_move(tmp_path: Path, seed: int, where: str) -> None:
+@pytest.mark.parametrize("where", ["jsonl", "memory", "no-engine"])
+def test_view_follows_every_leaf_move(
+    tmp_path: Path, seed: int, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if where == "no-engine":
+        # What a storage without the engine's lines (PostgreSQL, a pi file, one's own)
+        # goes through: entry objects, walks by get_entry.
+        from sessiontree.adapters import openai_agents
+
+        monkeypatch.setattr(openai_agents, "_engine_of", lambda storage: None)
+        monkeypatch.setattr(openai_agents, "_WALK_MOST", 3)
     run(_follow(tmp_path, seed, where))
 
 
