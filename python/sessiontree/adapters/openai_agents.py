@@ -689,10 +689,23 @@ def _fresh(value: Any) -> Any:
     if type(value) is dict:
         out = value.copy()
         for key, inner in value.items():
-            if type(inner) in _CONTAINERS:
+            kind = type(inner)
+            if kind is list:
+                out[key] = _fresh(inner) if inner else []
+            elif kind is dict:
                 out[key] = _fresh(inner)
         return out
-    return [_fresh(inner) if type(inner) in _CONTAINERS else inner for inner in value]
+    copied: list[Any] = []
+    append = copied.append
+    for inner in value:
+        kind = type(inner)
+        if kind is dict:
+            append(_fresh(inner))
+        elif kind is list:
+            append(_fresh(inner) if inner else [])
+        else:
+            append(inner)
+    return copied
 
 
 def _copy_one(value: Any) -> Any:
@@ -719,7 +732,8 @@ def _copy_items(items: Sequence[Any], plans: Sequence[tuple[str, ...] | None]) -
         else:
             copy = item.copy()
             for key in nested:
-                copy[key] = _fresh(item[key])
+                inner = item[key]
+                copy[key] = _fresh(inner) if inner else type(inner)()
             append(copy)
     return out
 
