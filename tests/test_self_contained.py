@@ -8,7 +8,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # `../shared`, `"shared" / "fixtures"`, `shared/fixtures`: the ways code has reached it.
-OUTSIDE = re.compile(r"\.\./shared|[\"']shared[\"']|\bshared/(fixtures|spec)")
+OUTSIDE = re.compile(
+    r"\.\./shared|/\s*[\"']shared[\"']|[\"']shared[\"']\s*/|\bshared/(fixtures|spec)"
+)
 # Files that name it only to keep it out: this test, and the docs test that checks no page
 # points there. (`.ci/run` checks that its own clone has nothing beside it.)
 NAMING_IT = {"tests/test_self_contained.py", "tests/cli/test_docs.py"}
