@@ -1,5 +1,6 @@
 """The repository holds everything its tests, benchmarks and examples read: a fresh clone
-has nothing beside it (no ``../shared``), so no code may reach outside the checkout."""
+has nothing beside it (no reference folder next to it), so no code may reach outside the
+checkout."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# `../shared`, `"shared" / "fixtures"`, `shared/fixtures`: the ways code has reached it.
+# The reference folder beside a checkout as a relative path, as path parts joined with
+# `/`, or as its fixtures' or spec's path: the ways code has reached it.
 OUTSIDE = re.compile(
     r"\.\./shared|/\s*[\"']shared[\"']|[\"']shared[\"']\s*/|\bshared/(fixtures|spec)"
 )
