@@ -24,7 +24,8 @@ The tree is the point: :meth:`~OpenAIAgentsSession.pop_item` and
 remove from the SDK's view stays in the file, on a branch that
 :meth:`~OpenAIAgentsSession.list_branches` lists and :meth:`~OpenAIAgentsSession.branch`
 resumes. A retry that pops the last turn, and the SDK's compaction session (which clears the
-session, then adds the compacted items), make branches instead of losing history.
+session and adds the compacted items, or, after a turn, replaces the stored suffix the model
+saw through its ``_get_compaction_snapshot`` hook), make branches instead of losing history.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ from agents.memory.session_settings import (  # noqa: E402
     coerce_session_settings,
     resolve_session_limit,
 )
+
+try:  # the compaction session's optional hook (openai-agents 0.24; private to the SDK)
+    from agents.memory.session import _CompactionSnapshot
+except ImportError:  # pragma: no cover - an SDK without it never asks for a snapshot
+    _CompactionSnapshot = None  # type: ignore[assignment, misc]
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -1402,42 +1408,12 @@ class OpenAIAgentsSession:
             )
         if not items:
             return
-        planned: list[tuple[AgentMessage | _Custom, Any]] = []
-        texts: list[str] = []
-        for n, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ItemTypeError(
-                    "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
-                )
-            try:
-                text = to_json(item, f"item {n}")
-            except SessionError as exc:
-                raise ItemTypeError(exc.code, exc.message) from exc.__cause__
-            self._learn_tool_names([item])
-            # The item as get_items gives it back (its JSON's value), never handed out.
-            pristine = _pristine(item, text)
-            message = _to_message(
-                pristine,
-                text,
-                tool_names=self._tool_names,
-                provider=self._provider,
-                model=self._model,
-            )
-            planned.append((message if message is not None else _Custom(pristine), pristine))
-            texts.append(text)
+        planned, texts = self._plan(items)
 
         def append_all(session: Session) -> list[str]:
-            return [
-                session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
-                if isinstance(thing, _Custom)
-                else session.append_message(thing)
-                for thing, _ in planned
-            ]
+            return _append_planned(session, planned)
 
-        if len(planned) > 1 and not _surely_fits(self._limits, planned, texts):
-            # A batch is tried first on a scratch session, so no entry of it is written
-            # when a later one would fail (the engine's own checks: depth, line size).
-            check_writes(self._limits, append_all)
+        self._check_fits(planned, texts)
 
         def write(session: Session) -> None:
             view = self._view
@@ -1469,6 +1445,41 @@ class OpenAIAgentsSession:
                 return
         await self._in_lane(write)
 
+    def _plan(self, items: list[Any]) -> tuple[list[_Planned], list[str]]:
+        """What each item becomes (a message, or a custom entry) and its JSON: every item
+        checked (a dict, JSON) before anything is written."""
+        planned: list[_Planned] = []
+        texts: list[str] = []
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ItemTypeError(
+                    "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
+                )
+            try:
+                text = to_json(item, f"item {n}")
+            except SessionError as exc:
+                raise ItemTypeError(exc.code, exc.message) from exc.__cause__
+            self._learn_tool_names([item])
+            # The item as get_items gives it back (its JSON's value), never handed out.
+            pristine = _pristine(item, text)
+            message = _to_message(
+                pristine,
+                text,
+                tool_names=self._tool_names,
+                provider=self._provider,
+                model=self._model,
+            )
+            planned.append((message if message is not None else _Custom(pristine), pristine))
+            texts.append(text)
+        return planned, texts
+
+    def _check_fits(self, planned: list[_Planned], texts: list[str]) -> None:
+        """Refuses a batch any entry of which the engine would refuse (depth, line size),
+        before any of it is written: tried first on a scratch session unless it surely
+        fits."""
+        if len(planned) > 1 and not _surely_fits(self._limits, planned, texts):
+            check_writes(self._limits, lambda session: _append_planned(session, planned))
+
     async def pop_item(self) -> TResponseInputItem | None:
         """Takes the last item off the current branch: the leaf moves to the entry before
         it (the item stays in the file, on a branch of its own). ``None`` when the branch
@@ -1494,6 +1505,128 @@ class OpenAIAgentsSession:
         """Empties the SDK's view: the leaf moves before the first entry, so the next item
         starts a new root. The earlier history stays in the file as a branch."""
         await self._in_lane(lambda session: session.move_to(None))
+
+    async def _get_compaction_snapshot(
+        self,
+        limit: int | None,
+        *,
+        prune_prefix: Callable[[TResponseInputItem], bool] | None = None,
+    ) -> Any:
+        """The SDK compaction session's optional hook (``OpenAIResponsesCompactionSession``
+        looks it up on the session it wraps, as ``SQLiteSession`` has it): the last
+        ``limit`` items of the current branch (whatever ``session_settings.limit`` says),
+        whether they are all of it, and ``replace_suffix(start, output)``, which replaces
+        the items from ``start`` of them on with ``output`` in one step.
+
+        The tree's replacement deletes nothing: the leaf moves to the entry before the
+        replaced items (the parent of the first one's entry) and ``output`` is appended
+        there, so the history before the compaction stays in the file as a branch
+        (:meth:`list_branches`). It returns ``False``, changing nothing, when the branch no
+        longer ends with those items (another call appended, popped or branched since).
+        ``prune_prefix`` (``EncryptedSession``'s test of an expired item) also drops the
+        leading items of the branch that pass it, as ``SQLiteSession`` deletes them: the new
+        branch then starts above the first item, and the items between the dropped and the
+        replaced ones are written again on it (copies; the old branch keeps the originals).
+
+        ``None`` (no snapshot: the compaction session reads ``get_items`` instead) for a
+        subclass that changes what ``get_items`` or ``add_items`` do, which this would
+        bypass.
+        """
+        cls = type(self)
+        if _CompactionSnapshot is None or (
+            cls.get_items is not OpenAIAgentsSession.get_items
+            or cls.add_items is not OpenAIAgentsSession.add_items
+        ):
+            return None
+        self._check_open()
+        _check_limit(limit)
+
+        def read(session: Session) -> tuple[list[Any], list[str], bool]:
+            view = self._sync(session)
+            count = len(view.items)
+            first = 0 if limit is None else max(0, count - limit) if limit > 0 else count
+            items = view.items[first:]
+            return (
+                _copy_items(items, view.plans[first:]),
+                view.entry_ids(first),
+                first == 0,
+            )
+
+        items, ids, complete = await self._in_lane(read)
+
+        async def replace_suffix(start: int, output: list[TResponseInputItem]) -> bool:
+            if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+                raise SessionError("invalid_argument", f"start must be an int >= 0, not {start!r}")
+            expected = ids[start:]
+            if not expected:
+                return False
+            if not isinstance(output, list):
+                raise SessionError(
+                    "invalid_argument", f"output must be a list, not {type(output).__name__}"
+                )
+            planned, texts = self._plan(output)
+            self._check_fits(planned, texts)
+            replaced: bool = await self._in_lane(
+                lambda session: self._replace_suffix(session, expected, planned, prune_prefix)
+            )
+            return replaced
+
+        return _CompactionSnapshot(items, complete, replace_suffix)
+
+    def _replace_suffix(
+        self,
+        session: Session,
+        expected: list[str],
+        planned: list[_Planned],
+        prune_prefix: Callable[[TResponseInputItem], bool] | None,
+    ) -> bool:
+        """``replace_suffix``'s step (see :meth:`_get_compaction_snapshot`): ``expected``
+        holds the entry id of each item to replace, ``planned`` the output's entries."""
+        view = self._sync(session)
+        count = len(view.items)
+        first = count - len(expected)
+        if first < 0 or view.entry_ids(first) != expected:
+            return False
+        # The leading items ``prune_prefix`` passes (expired ones, for EncryptedSession),
+        # as SQLiteSession deletes them in the same step.
+        pruned = 0
+        if prune_prefix is not None:
+            items = view.items
+            while pruned < first and prune_prefix(_copy_one(items[pruned])):
+                pruned += 1
+        if pruned:
+            # The new branch starts above the first item, with the items kept between the
+            # pruned ones and the replaced ones written again.
+            head = view.items[pruned:first]
+            item_at = next(k for k, code in enumerate(view.codes) if code == _ITEM)
+            entry = session.get_entry(view.ids[item_at])
+        else:
+            # Items of the first replaced item's entry that come before it (an entry other
+            # code wrote can stand for several items): written again before the output.
+            at = view.pos[expected[0]]
+            head = view.items[view.ends[at - 1] if at else 0 : first]
+            entry = session.get_entry(expected[0])
+        if entry is None:
+            return False
+        target = entry.parent_id
+        if head:
+            head_planned, texts = self._plan([_copy_one(item) for item in head])
+            self._check_fits(head_planned, texts)
+            planned = head_planned + planned
+        leaf = session.get_leaf_id()
+        session.move_to(target)
+        try:
+            new_ids = _append_planned(session, planned)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                session.move_to(leaf)
+            raise
+        for entry_id, (thing, pristine) in zip(new_ids, planned, strict=True):
+            self._known[entry_id] = (
+                _ITEM,
+                [pristine if isinstance(thing, AgentMessage) else thing.item],
+            )
+        return True
 
     # -- the tree ----------------------------------------------------------------------
 
@@ -1634,3 +1767,18 @@ def _check_count(name: str, value: object, most: int) -> None:
 @dataclass(frozen=True)
 class _Custom:
     item: Any
+
+
+# What add_items plans for an item: the message or custom entry that holds it, and the
+# item as get_items gives it back.
+_Planned = tuple["AgentMessage | _Custom", Any]
+
+
+def _append_planned(session: Session, planned: Sequence[_Planned]) -> list[str]:
+    """Appends each planned entry under the leaf; their ids."""
+    return [
+        session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
+        if isinstance(thing, _Custom)
+        else session.append_message(thing)
+        for thing, _ in planned
+    ]
