@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from .._util import check_text
 from ..errors import SessionError
 
 if TYPE_CHECKING:
@@ -87,18 +88,12 @@ def channel(schema: str) -> str:
     return f"{name[: _MAX_IDENT - 9]}_{digest}"
 
 
-def check_text(value: str, what: str) -> str:
-    """``value``, or ``invalid_argument`` if PostgreSQL's text cannot hold it: a lone
-    surrogate (not encodable as UTF-8) or a NUL."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SessionError(
-            "invalid_argument", f"{what} {value!r} is not valid text (a lone surrogate)"
-        ) from None
+def check_pg_text(what: str, value: str) -> None:
+    """``invalid_argument`` if PostgreSQL's text cannot hold ``value``: what no UTF-8 text
+    can (a lone surrogate, :func:`sessiontree._util.check_text`), or a NUL."""
+    check_text(what, value)
     if "\x00" in value:
         raise SessionError("invalid_argument", f"{what} {value!r} contains a NUL character")
-    return value
 
 
 def pg_error(what: str, exc: BaseException) -> SessionError:

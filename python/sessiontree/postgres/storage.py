@@ -20,9 +20,9 @@ from ..storage.engine import Limits, _check_durability, _EngineStorage, _limits,
 from ._connect import (
     Source,
     channel,
+    check_pg_text,
     check_schema,
     check_shared,
-    check_text,
     holder_of,
     ident,
     lock_key,
@@ -174,7 +174,7 @@ class PostgresSessionStorage(_EngineStorage):
         """A writer's connection, migrated, holding the session's lock; or ``locked``
         (``exists`` when ``creating``: a session someone holds is there already)."""
         psycopg = psycopg_module()
-        check_text(session_id, "session id")  # PostgreSQL's text holds no NUL
+        check_pg_text("session id", session_id)  # PostgreSQL's text holds no NUL
         conn, owned = source.dedicated()
         try:
             migrate(conn, schema)
@@ -350,7 +350,7 @@ class PostgresSessionStorage(_EngineStorage):
             raise SessionError(
                 "invalid_argument", f"session_id must be a str, not {type(session_id).__name__}"
             )
-        check_text(session_id, "session_id")
+        check_pg_text("session_id", session_id)
         source, own = cls._source_of(target)
         conn: psycopg.Connection[Any] | None = None
         owned = False
