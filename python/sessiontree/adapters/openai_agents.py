@@ -51,6 +51,7 @@ from ..model.messages import (
     ToolResultMessage,
     UserMessage,
     message_from_dict,
+    message_to_dict,
 )
 from ..repo import is_valid_session_id
 from ._common import (
@@ -443,16 +444,6 @@ def _same_value(a: Any, b: Any) -> bool:
 # ------------------------------------------------------------------ message -> items
 
 
-def _blocks_back(blocks: Sequence[Any], residual: list[Any]) -> list[Any]:
-    out = []
-    for block, rest in zip(blocks, residual, strict=True):
-        if isinstance(block, ImageContent):
-            out.append({**rest, "image_url": f"data:{block.mime_type};base64,{block.data}"})
-        else:
-            out.append({**rest, "text": block.text})
-    return out
-
-
 def _default_blocks(blocks: Sequence[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for b in blocks:
@@ -462,54 +453,6 @@ def _default_blocks(blocks: Sequence[Any]) -> list[dict[str, Any]]:
         else:
             out.append({"type": "input_text", "text": b.text})
     return out
-
-
-def _with_residual(message: AgentMessage, residual: dict[str, Any]) -> dict[str, Any]:
-    item = dict(residual)
-    if isinstance(message, UserMessage):
-        content = message.content
-        rest = residual.get("content")
-        item["content"] = content if rest is None else _blocks_back(content, rest)
-    elif isinstance(message, ToolResultMessage):
-        item["call_id"] = message.tool_call_id
-        rest = residual.get("output")
-        item["output"] = (
-            "".join(b.text for b in message.content if isinstance(b, TextContent))
-            if rest is None
-            else _blocks_back(message.content, rest)
-        )
-    elif isinstance(message, AssistantMessage):
-        kind = residual.get("type")
-        if kind == "function_call":
-            (call,) = message.content
-            assert isinstance(call, ToolCall)
-            marker = residual.get("arguments")
-            item["call_id"] = call.id
-            item["name"] = call.name
-            item["arguments"] = (
-                json.dumps(call.arguments, ensure_ascii=False)
-                if marker is _ARGS_DEFAULT
-                else json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-                if marker == _ARGS_COMPACT
-                else marker
-            )
-        elif kind == "reasoning":
-            item["summary"] = [
-                {**rest, "text": b.thinking}
-                for b, rest in zip(message.content, residual["summary"], strict=True)
-                if isinstance(b, ThinkingContent)
-            ]
-        else:
-            rest = residual.get("content")
-            texts = [b.text for b in message.content if isinstance(b, TextContent)]
-            if rest is None:
-                item["content"] = texts[0]
-            else:
-                item["content"] = [
-                    {**r, ("refusal" if r.get("type") == "refusal" else "text"): t}
-                    for t, r in zip(texts, rest, strict=True)
-                ]
-    return item
 
 
 def _default_items(message: AgentMessage) -> list[Any]:
@@ -572,7 +515,7 @@ def message_to_items(message: AgentMessage) -> list[Any]:
     """
     residual = residual_of(message, RESIDUAL_KEY)
     if isinstance(residual, dict):
-        return [_with_residual(message, residual)]
+        return [_item_from_message_dict(message_to_dict(message), residual)]
     return _default_items(message)
 
 
@@ -585,7 +528,7 @@ def entry_to_items(entry: SessionTreeEntry) -> list[Any]:
         if isinstance(residual, dict):
             # Only the residual is shared with the entry: copy it, not the whole item
             # (the message's strings are immutable).
-            return [_with_residual(message, json_copy(residual))]
+            return [_item_from_message_dict(message_to_dict(message), json_copy(residual))]
         return _default_items(message)
     if isinstance(entry, CustomEntry) and entry.custom_type == ITEM_CUSTOM_TYPE:
         return [json_copy(entry.data)]
@@ -606,10 +549,12 @@ def _blocks_from_dicts(blocks: list[Any], residual: list[Any]) -> list[Any]:
 
 
 def _item_from_message_dict(message: dict[str, Any], residual: dict[str, Any]) -> Any:
-    """:func:`_with_residual` on the message as its line holds it (a dict, just parsed):
-    the same item, without building the message object (the line's own fields are the
-    message's; ``KeyError``/``TypeError``/``ValueError`` when it is not a message this
-    module mapped)."""
+    """The item a mapped message stands for, from the message as a dict (its file form:
+    a line just parsed, or ``message_to_dict`` of a message object) and the rest of the
+    item kept beside it. The one rule for reading items back, so what the write-side
+    check proves exact is what a first read from the file gives
+    (``KeyError``/``TypeError``/``ValueError`` when it is not a message this module
+    mapped)."""
     item = dict(residual)
     role = message["role"]
     content = message["content"]
@@ -656,8 +601,6 @@ def _item_from_message_dict(message: dict[str, Any], residual: dict[str, Any]) -
                     {**r, ("refusal" if r.get("type") == "refusal" else "text"): t}
                     for t, r in zip(texts, rest, strict=True)
                 ]
-    else:
-        raise ValueError(f"role {role!r}")
     return item
 
 
