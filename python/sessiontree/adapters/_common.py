@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._util import check_text
+from ..aio._session import runs_inline
 from ..errors import SessionError
 from ..model.messages import AgentMessage
 
@@ -114,22 +115,6 @@ async def in_lane(session: AsyncSession, fn: Callable[..., T], *args: Any) -> T:
 
     lane = session._lane  # type: ignore[attr-defined]
     return await wait(lane.submit(fn, *args))
-
-
-def runs_inline(session: AsyncSession, kind: str) -> bool:
-    """Whether a cheap call of ``kind`` (``"read"``, ``"write"``) may run inline on the
-    event loop now, as :class:`~sessiontree.AsyncSession` runs its own: no call of the
-    session is queued or running in its lane (so the order of calls is kept), and the
-    storage answers such calls from memory (``sessiontree.aio._policy.inline_kinds``).
-    A thread hop costs ~0.1 ms, more than a small append to such a storage."""
-    lane = getattr(session, "_lane", None)
-    kinds = getattr(session, "_kinds", None)
-    return (
-        lane is not None
-        and kinds is not None
-        and not getattr(lane, "_pending", 1)
-        and kind in kinds
-    )
 
 
 def as_async_session(session: object) -> AsyncSession:
