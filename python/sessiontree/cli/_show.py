@@ -4,6 +4,7 @@ to an entry."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -425,8 +426,10 @@ def _tool_result(out: Output, m: ToolResultMessage, *, view: _View, nested: bool
     )
 
 
+@functools.cache
 def _have_rich() -> bool:
-    """Whether the ``cli`` extra is installed (Markdown is rendered with it, plain without)."""
+    """Whether the ``cli`` extra is installed (Markdown is rendered with it, plain without);
+    asked once (a failed import is not remembered by Python, and is asked per message)."""
     try:
         import rich  # noqa: F401
     except ImportError:
