@@ -20,13 +20,11 @@ __all__ = [
     "STOP_REASONS",
     "THINKING_LEVELS",
     "Engine",
-    "LineRef",
     "__version__",
     "_register_encoder",
     "_register_error_classes",
     "_register_model",
     "convert_lines",
-    "gc_track",
     "json_loads",
     "pi_name",
 ]
@@ -85,14 +83,6 @@ ones, each in table order), else ``None``."""
 MODEL: Final[tuple[_ModelType, ...]]
 """The engine's model table (rust/engine/model.rs): every block, usage value, message,
 entry type (and their shared base) and the header, fields in FORMAT.md order."""
-
-@final
-class LineRef:
-    """Where an entry handed out unread keeps its line (``messages._Lazy``)."""
-
-    @property
-    def id(self) -> str: ...
-    def build(self) -> Any: ...
 
 @final
 class Engine:
@@ -252,11 +242,6 @@ PI_LEAF_MARKER: Final[str]
 
 def pi_name(name: str) -> str:
     """pi's spelling of a sessiontree name: ``"tool_result"`` → ``"toolResult"``."""
-
-def gc_track(obj: object) -> None:
-    """Puts an object the engine handed out unread (and so untracked by the cyclic GC)
-    back in the collector's lists; ``sessiontree.model.entries`` calls it when it fills
-    one. ``TypeError`` for an object the GC does not collect."""
 
 def json_loads(text: bytes) -> Any:
     """``json.loads`` of one UTF-8 JSON text, without importing ``json``; ``ValueError``

@@ -1,6 +1,7 @@
 //! The session engine: everything that must be fast and never wrong, free of PyO3.
 
 pub mod arena;
+mod backing;
 pub mod dialect;
 pub mod error;
 mod fastline;
@@ -11,7 +12,6 @@ mod index_codec;
 mod ingest;
 pub mod json_text;
 pub mod jsonl;
-pub mod lazy;
 pub mod line;
 pub mod model;
 pub mod names;

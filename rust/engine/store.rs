@@ -10,20 +10,17 @@
 //! and `torn` (torn-tail cuts).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Once, OnceLock};
 
 use crate::engine::arena::Arena;
+use crate::engine::backing::{Backing, ClosedBacking, FileBacking};
 use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{Limits, LoadReport};
-use crate::engine::lazy::{LazyLine, LineSource};
-use crate::engine::open::{Backing, ClosedBacking, FileBacking};
 use crate::engine::sys::{self, FileAt};
 
+pub use crate::engine::backing::{IndexStatus, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
 #[cfg(feature = "test-hooks")]
 pub use crate::engine::hooks::Fault;
-pub use crate::engine::open::{IndexStatus, OpenOptions, DEFAULT_INDEX_MIN_BYTES};
 
 /// A session's index and bytes.
 pub struct Store {
@@ -43,8 +40,6 @@ pub struct Store {
     /// Bytes covered by the persisted index last loaded or written.
     pub(super) indexed_len: u64,
     pub(super) index_status: IndexStatus,
-    /// Where lines handed out unread are read from (made on first use; file stores only).
-    pub(super) lines: OnceLock<Option<Arc<LineSource>>>,
     /// The process that made this store: after `fork()` a child holds a copy whose lock,
     /// syncer and buffered appends are the parent's, and must leave them alone.
     pub(super) owner_pid: u32,
@@ -74,8 +69,7 @@ impl Store {
             index_min_bytes: None,
             indexed_len: 0,
             index_status: IndexStatus::Unused,
-            lines: OnceLock::new(),
-            owner_pid: current_pid(),
+            owner_pid: sys::current_pid(),
             dialect: Dialect::Native,
         }
     }
@@ -89,7 +83,7 @@ impl Store {
 
     /// True in a forked child holding a copy of its parent's store.
     pub fn is_inherited(&self) -> bool {
-        self.owner_pid != current_pid()
+        self.owner_pid != sys::current_pid()
     }
 
     /// A writer's copy in a forked child may not write: the lock, the syncer and any
@@ -235,6 +229,84 @@ impl Store {
             .map_err(|e| changed(&e.0))
     }
 
+    /// Calls `f(idx, line)` for every entry of `idxs`, in order, with its line in the
+    /// sessiontree dialect (as [`Store::line`] gives it). A file's lines are read in runs
+    /// of nearby lines, one read per run of up to [`RUN_BYTES`], instead of one per line:
+    /// reading a whole session is then a few large reads.
+    pub fn for_each_line<E: From<EngineError>>(
+        &self,
+        idxs: &[u32],
+        mut f: impl FnMut(u32, &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.check_open()?;
+        let b = match &self.backing {
+            Backing::File(b) if !self.dialect.is_pi() => b,
+            _ => {
+                for &i in idxs {
+                    f(i, &self.line(i)?)?;
+                }
+                return Ok(());
+            }
+        };
+        let mut buf = Vec::new();
+        let mut at = 0;
+        while at < idxs.len() {
+            // The run: lines after one another in the file, gaps of at most RUN_GAP bytes,
+            // all written, RUN_BYTES at most (a longer line is a run of its own).
+            let first = self.arena.node(idxs[at]);
+            let start = first.offset;
+            let mut end = start + u64::from(first.len) + 1;
+            let mut stop = at + 1;
+            if end <= b.written_len {
+                while stop < idxs.len() {
+                    let n = self.arena.node(idxs[stop]);
+                    let n_end = n.offset + u64::from(n.len) + 1;
+                    if n.offset < end
+                        || n.offset - end > RUN_GAP
+                        || n_end > b.written_len
+                        || n_end - start > RUN_BYTES
+                    {
+                        break;
+                    }
+                    end = n_end;
+                    stop += 1;
+                }
+            }
+            if stop == at + 1 {
+                f(idxs[at], &self.raw_line(idxs[at])?)?;
+                at += 1;
+                continue;
+            }
+            buf.resize((end - start) as usize, 0);
+            if let Err(e) = b.file.read_exact_at(&mut buf, start) {
+                if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                    return Err(EngineError::io(format!("reading {}", b.path.display()), &e).into());
+                }
+                // The file shrank: the line-by-line read says which entry is gone.
+                for &i in &idxs[at..stop] {
+                    f(i, &self.raw_line(i)?)?;
+                }
+                at = stop;
+                continue;
+            }
+            for &i in &idxs[at..stop] {
+                let node = self.arena.node(i);
+                let from = (node.offset - start) as usize;
+                let line = &buf[from..from + node.len as usize];
+                if !matches!(buf[from + node.len as usize], b'\n' | b'\r')
+                    || !line_has_id(line, self.arena.id(i))
+                {
+                    // Not the line indexed there: the line-by-line read words the error.
+                    f(i, &self.raw_line(i)?)?;
+                    continue;
+                }
+                f(i, line)?;
+            }
+            at = stop;
+        }
+        Ok(())
+    }
+
     /// Entry `idx`'s line as the file holds it (in the file's dialect).
     pub fn raw_line(&self, idx: u32) -> Result<Vec<u8>> {
         self.check_open()?;
@@ -279,28 +351,6 @@ impl Store {
         }
     }
 
-    /// Entry `idx`'s line, to be read when it is first needed; None for a memory store, a
-    /// line not yet written to the file, or when the descriptor cannot be duplicated (the
-    /// caller then reads the line now).
-    pub fn lazy_line(&self, idx: u32) -> Option<Arc<LazyLine>> {
-        let Backing::File(b) = &self.backing else {
-            return None;
-        };
-        if self.dialect.is_pi() {
-            // Translated when read (`line`), not handed out unread.
-            return None;
-        }
-        let node = self.arena.node(idx);
-        if self.closed || node.offset + u64::from(node.len) > b.written_len {
-            return None;
-        }
-        let src = self.lines.get_or_init(|| {
-            let file = b.file.try_clone().ok()?;
-            Some(LineSource::new(file, b.path.clone()))
-        });
-        Some(src.as_ref()?.issue(node.offset, node.len))
-    }
-
     /// A fresh 8-hex-digit entry id not used in this session.
     pub fn create_entry_id(&self) -> String {
         const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -336,10 +386,6 @@ impl Store {
         if result.is_ok() && self.poisoned.is_none() && !self.is_readonly() {
             self.refresh_index(true);
         }
-        // Lines handed out unread are read now, and their descriptor closed.
-        if let Some(Some(src)) = self.lines.get() {
-            src.detach();
-        }
         if let Backing::File(b) = &mut self.backing {
             if let Some(mut sync) = b.sync.take() {
                 let stopped = sync.stop();
@@ -370,30 +416,13 @@ impl Store {
     }
 }
 
-/// This process's id, read once and refreshed in a forked child by a `pthread_atfork`
-/// handler: every append asks (a `getpid` system call each time cost ~0.1-0.3 µs).
-pub(crate) fn current_pid() -> u32 {
-    static PID: AtomicU32 = AtomicU32::new(0);
-    static HANDLER: Once = Once::new();
-    extern "C" fn in_child() {
-        // getpid is async-signal-safe, as a handler run by fork() requires.
-        PID.store(std::process::id(), Ordering::Relaxed);
-    }
-    let pid = PID.load(Ordering::Relaxed);
-    if pid != 0 {
-        return pid;
-    }
-    // The handler is registered before the pid is first stored, so no fork after that
-    // can leave a child with its parent's pid.
-    // SAFETY: registers a plain function with no state; it only calls getpid.
-    HANDLER.call_once(|| sys::on_fork_child(in_child));
-    let pid = std::process::id();
-    PID.store(pid, Ordering::Relaxed);
-    pid
-}
-
 /// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
 /// for an id the line spells with escapes, the line parses to that id.
+/// The most bytes [`Store::for_each_line`] reads at once.
+const RUN_BYTES: u64 = 4 << 20;
+/// The largest gap between two lines that [`Store::for_each_line`] reads through.
+const RUN_GAP: u64 = 16 << 10;
+
 fn line_has_id(line: &[u8], id: &str) -> bool {
     let mut quoted = Vec::with_capacity(id.len() + 2);
     quoted.push(b'"');
@@ -414,5 +443,35 @@ impl Drop for Store {
     /// (a forked child's copy releases only its own descriptor).
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Store {
+    /// Makes the next write or sync of a file store fail (for tests of failure paths).
+    ///
+    /// With `group` durability a sync fault hits the background syncer's next sync.
+    pub fn inject_fault(&mut self, fault: Option<Fault>) {
+        if let Backing::File(b) = &mut self.backing {
+            if let (Some(Fault::Sync(errno)), Some(sync)) = (fault, &b.sync) {
+                sync.inject_fault(errno);
+                return;
+            }
+            b.fault = fault;
+        }
+    }
+
+    /// Whether a writer has its change watch (`watch`); `keep: false` drops it first, so
+    /// that every later append looks the path up (tests of that path).
+    pub fn change_watch(&mut self, keep: bool) -> bool {
+        match &mut self.backing {
+            Backing::File(b) => {
+                if !keep {
+                    b.watch = None;
+                }
+                b.watch.is_some()
+            }
+            _ => false,
+        }
     }
 }

@@ -21,17 +21,15 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::os::raw::c_void;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyTypeError;
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple, PyType};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::lazy::Shells;
 use super::pyjson::{self, Key};
+use super::slots::{class_named, setter, Alloc, Setter};
 use super::tree::NodeClass;
 use crate::engine::arena::{Kind, Role};
 use crate::engine::line::MAX_ID_BYTES;
@@ -57,73 +55,6 @@ const MAX_FIELDS: usize = 10;
 /// engine's limit is configurable): the validating reader measures them.
 const SHORT_ID: usize = MAX_ID_BYTES / 4;
 
-/// One slot's descriptor and its `__set__`.
-pub(super) struct Setter {
-    descr: Py<PyAny>,
-    set: ffi::descrsetfunc,
-}
-
-impl Setter {
-    /// Fills the slot of `obj` (an instance of the descriptor's class) with `value`.
-    pub(super) fn set(&self, obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        // SAFETY: the descriptor's own `__set__` on an instance of its class; it takes a
-        // new reference to `value`.
-        let rc = unsafe { (self.set)(self.descr.as_ptr(), obj.as_ptr(), value.as_ptr()) };
-        if rc != 0 {
-            return Err(PyErr::fetch(obj.py()));
-        }
-        Ok(())
-    }
-}
-
-/// How to make an empty instance of a class, as `object.__new__(cls)` does (its
-/// `tp_alloc`); its slots are then filled through their [`Setter`]s.
-pub(super) struct Alloc {
-    cls: Py<PyType>,
-    alloc: ffi::allocfunc,
-}
-
-impl Alloc {
-    pub(super) fn new(cls: &Bound<'_, PyType>) -> PyResult<Alloc> {
-        let alloc = type_slot(cls, ffi::Py_tp_alloc);
-        if alloc.is_null() {
-            return Err(PyTypeError::new_err(format!(
-                "{} has no tp_alloc",
-                cls.name()?
-            )));
-        }
-        Ok(Alloc {
-            cls: cls.clone().unbind(),
-            // SAFETY: a non-null `Py_tp_alloc` slot holds an `allocfunc`.
-            alloc: unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) },
-        })
-    }
-
-    pub(super) fn make<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        // SAFETY: the class's own `tp_alloc`, called as `object.__new__` does.
-        unsafe {
-            let raw = (self.alloc)(self.cls.bind(py).as_type_ptr(), 0);
-            Bound::from_owned_ptr_or_err(py, raw)
-        }
-    }
-
-    pub(super) fn cls<'py>(&self, py: Python<'py>) -> &Bound<'py, PyType> {
-        self.cls.bind(py)
-    }
-}
-
-/// The class `classes` maps the model table's class name `name` to.
-pub(super) fn class_named<'py>(
-    classes: &Bound<'py, PyMapping>,
-    name: &str,
-) -> PyResult<Bound<'py, PyType>> {
-    classes
-        .get_item(name)
-        .map_err(|_| PyTypeError::new_err(format!("no class for {name}")))?
-        .cast_into::<PyType>()
-        .map_err(|_| PyTypeError::new_err(format!("the class for {name} is not a type")))
-}
-
 /// A registered class: how to make an instance and fill each field's slot.
 struct Class {
     def: &'static TypeDef,
@@ -138,8 +69,6 @@ struct Class {
 /// The Python model as the binding sees it, registered once by `sessiontree`.
 pub struct Registry {
     classes: Vec<Class>,
-    /// Unfilled instances of every entry and message class (`lazy.rs`).
-    pub(super) shells: Shells,
     /// `TreeNode` (`tree.rs`), if registered.
     pub(super) tree_node: Option<NodeClass>,
     /// The shared instance a missing or `null` nested object reads as, per nested type.
@@ -152,46 +81,6 @@ static REGISTRY: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
 /// serves every read).
 pub fn registry() -> Option<Arc<Registry>> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-pub(super) fn type_slot(ty: &Bound<'_, PyType>, slot: std::os::raw::c_int) -> *mut c_void {
-    // SAFETY: `ty` is a live type object; PyType_GetSlot accepts static types since 3.10.
-    unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), slot) }
-}
-
-/// The slot descriptor `name` of `cls`, found along the MRO as attribute lookup finds it,
-/// with the function its type fills `slot` with (`Py_tp_descr_set`, `Py_tp_descr_get`).
-pub(super) fn slot_descriptor<'py>(
-    cls: &Bound<'py, PyType>,
-    name: &str,
-    slot: std::os::raw::c_int,
-) -> PyResult<(Bound<'py, PyAny>, *mut c_void)> {
-    let mro = cls.getattr("__mro__")?;
-    for base in mro.try_iter()? {
-        let Ok(descr) = base?.getattr("__dict__")?.get_item(name) else {
-            continue;
-        };
-        let func = type_slot(&descr.get_type(), slot);
-        if func.is_null() {
-            break;
-        }
-        return Ok((descr, func));
-    }
-    Err(PyTypeError::new_err(format!(
-        "{}.{name} is not a slot",
-        cls.name()?
-    )))
-}
-
-/// The `__set__` of the slot descriptor `name` of `cls`.
-pub(super) fn setter(cls: &Bound<'_, PyType>, name: &str) -> PyResult<Setter> {
-    let (descr, set) = slot_descriptor(cls, name, ffi::Py_tp_descr_set)?;
-    // SAFETY: a non-null `Py_tp_descr_set` slot holds a `descrsetfunc`.
-    let set = unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) };
-    Ok(Setter {
-        descr: descr.unbind(),
-        set,
-    })
 }
 
 /// The fields of `def` in the order a line has them (for an entry, `ENTRY_BASE`'s first).
@@ -212,17 +101,17 @@ fn class(cls: &Bound<'_, PyType>, def: &'static TypeDef) -> PyResult<Class> {
             def.class
         )));
     }
-    // Every slot must be filled: the class's fields (`__st_fields__`, which the model's
-    // `frozen` decorator keeps, bases' first) are exactly the table's and `_extra`.
-    // A tuple, read by index: collecting a Python iterator asks `operator.length_hint`,
-    // and importing `operator` is a few percent of `import sessiontree`.
-    let declared: Vec<String> = cls
-        .getattr("__st_fields__")
-        .ok()
-        .and_then(|f| f.cast_into::<PyTuple>().ok())
-        .ok_or_else(|| {
+    // Every slot must be filled: the class's dataclass fields (bases' first) are exactly
+    // the table's and `_extra`.
+    let py = cls.py();
+    let declared: Vec<String> = py
+        .import("dataclasses")?
+        .getattr("fields")?
+        .call1((cls,))
+        .map_err(|_| {
             PyTypeError::new_err(format!("{} is not a model class (no fields)", def.class))
         })?
+        .cast_into::<PyTuple>()?
         .iter()
         .map(|f| f.getattr("name")?.extract::<String>())
         .collect::<PyResult<_>>()?;
@@ -273,14 +162,12 @@ pub fn _register_model(
             shared.push((c.def, obj.unbind()));
         }
     }
-    let shells = Shells::new(classes)?;
     let tree_node = match classes.get_item("TreeNode") {
         Ok(cls) => Some(NodeClass::new(cls.cast::<PyType>()?)?),
         Err(_) => None,
     };
     *REGISTRY.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(Registry {
         classes: built,
-        shells,
         tree_node,
         empties: shared,
     }));

@@ -13,14 +13,14 @@ use std::sync::Mutex;
 
 mod build;
 mod encode;
-mod lazy;
 mod pyjson;
 mod shared;
+mod slots;
 mod tree;
 
 use pyo3::exceptions::{PyIndexError, PyOSError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMapping, PyTuple, PyType};
 
 use crate::engine::arena::{Kind, Role, ENTRY_TYPES, MESSAGE_ROLES, NONE};
 use crate::engine::error::ERROR_CODES;
@@ -96,6 +96,34 @@ fn _register_error_classes(
 
 /// Converts an engine error into its registered `SessionError` subclass, with an `io`
 /// error's `OSError` as `__cause__`.
+/// What a callback over the engine's lines may fail with: the engine's error (reading a
+/// line) or a Python exception (building its value).
+enum LineFailure {
+    Engine(EngineError),
+    Py(PyErr),
+}
+
+impl From<EngineError> for LineFailure {
+    fn from(e: EngineError) -> Self {
+        LineFailure::Engine(e)
+    }
+}
+
+impl From<PyErr> for LineFailure {
+    fn from(e: PyErr) -> Self {
+        LineFailure::Py(e)
+    }
+}
+
+impl LineFailure {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            LineFailure::Engine(e) => to_py_err(py, e),
+            LineFailure::Py(e) => e,
+        }
+    }
+}
+
 fn to_py_err(py: Python<'_>, e: EngineError) -> PyErr {
     let cls = ERROR_CLASSES
         .lock()
@@ -261,10 +289,10 @@ impl PyEngine {
         Ok(out)
     }
 
-    /// Entries `idxs` as entry objects. For a file store, entries of a known type are
-    /// handed out unread (`lazy.rs`: filled from their line on first use); others are
-    /// built by the binding where it can (`build.rs`: every type and role of the model
-    /// table), else handed out as the dicts of `objects_of` for Python's validating reader.
+    /// Entries `idxs` as complete entry objects, built by the binding from their lines
+    /// (`build.rs`: every type and role of the model table); an entry it cannot build
+    /// (an unknown type, a value of the wrong kind) is handed out as the dict of
+    /// `objects_of`, for Python's validating reader, and its position listed.
     fn entries_of<'py>(store: &Store, py: Python<'py>, idxs: &[u32]) -> PyResult<Entries<'py>> {
         Self::check_idxs(store, idxs)?;
         let Some(registry) = build::registry() else {
@@ -276,42 +304,19 @@ impl PyEngine {
         let arena = store.arena();
         let out = PyList::empty(py);
         let mut dicts = Vec::new();
-        // The previous entry's index and id: on a path, it is the next one's parent.
-        let mut prev: Option<(u32, Bound<'py, PyString>)> = None;
-        for &i in idxs {
-            let node = arena.node(i);
-            if let Some(line) = store.lazy_line(i) {
-                let id = PyString::new(py, arena.id(i));
-                let parent = match (&prev, node.parent) {
-                    (_, NONE) => None,
-                    (Some((p, pid)), parent) if *p == parent => Some(pid.clone()),
-                    (_, parent) => Some(PyString::new(py, arena.id(parent))),
-                };
-                let shell = registry.shells.entry(
-                    py,
-                    node.kind,
-                    node.role,
-                    &id,
-                    parent.as_ref(),
-                    arena.timestamp(i),
-                    line,
-                );
-                if let Some(entry) = shell {
-                    out.append(entry)?;
-                    prev = Some((i, id));
-                    continue;
+        store
+            .for_each_line(idxs, |i, line| -> Result<(), LineFailure> {
+                let node = arena.node(i);
+                match registry.entry(py, line, node.kind, node.role, node.parent == NONE) {
+                    Some(entry) => out.append(entry)?,
+                    None => {
+                        dicts.push(out.len());
+                        out.append(Self::dict_of(store, py, i, line)?)?;
+                    }
                 }
-            }
-            prev = None;
-            let line = store.line(i).map_err(|e| to_py_err(py, e))?;
-            match registry.entry(py, &line, node.kind, node.role, node.parent == NONE) {
-                Some(entry) => out.append(entry)?,
-                None => {
-                    dicts.push(out.len());
-                    out.append(Self::dict_of(store, py, i, &line)?)?;
-                }
-            }
-        }
+                Ok(())
+            })
+            .map_err(|e| e.into_py(py))?;
         Ok((out, dicts))
     }
 
@@ -1094,15 +1099,18 @@ fn model_table(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
     PyTuple::new(py, types)
 }
 
-#[pymodule]
+// The module needs the GIL (`gil_used = true`, PyO3's default, said here on purpose): the
+// engine is behind a mutex, but the model objects the binding fills, the registry's class
+// references and the error classes are only known safe with the GIL held, and no
+// free-threaded CPython has run the thread tests here. A free-threaded interpreter
+// therefore turns the GIL back on when it imports `_core`.
+#[pymodule(gil_used = true)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEngine>()?;
-    m.add_class::<lazy::LineRef>()?;
     m.add_function(wrap_pyfunction!(_register_error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(pi_name, m)?)?;
     m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(json_loads, m)?)?;
-    m.add_function(wrap_pyfunction!(lazy::gc_track, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

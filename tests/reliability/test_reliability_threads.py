@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +30,6 @@ from typing import Any
 import pytest
 
 import sessiontree as st
-from isolated import run_isolated
 
 APPENDS = int(os.environ.get("SESSIONTREE_THREAD_APPENDS", "150"))
 DEADLINE = 120.0
@@ -243,43 +240,3 @@ def test_a_slow_fsync_append_releases_the_gil(tmp_path: Path) -> None:
     assert not errors
     assert ticks[0] > 1000
     storage.close()
-
-
-FREE_THREADED = sysconfig.get_config_var("Py_GIL_DISABLED") == 1
-
-
-@pytest.mark.skipif(
-    not FREE_THREADED, reason=f"not a free-threaded CPython ({sys.version.split()[0]})"
-)
-def test_free_threaded_appends_with_the_gil_off(tmp_path: Path) -> None:
-    # Run in a child with PYTHON_GIL=0, so the threads truly run at once.
-    env = dict(os.environ, PYTHON_GIL="0")
-    result = run_isolated(
-        """
-        import json, sys, threading
-        import sessiontree as st
-        storage = st.JsonlSessionStorage.create(sys.argv[1], durability="flush")
-        session = st.Session(storage)
-        errors = []
-        def run(k):
-            try:
-                for i in range(300):
-                    session.append_message(st.UserMessage(f"{k}:{i}"))
-                    if i % 7 == 0:
-                        session.build_context()
-                        storage.get_entries(reverse=True, limit=3)
-            except BaseException as e:
-                errors.append(repr(e))
-        ts = [threading.Thread(target=run, args=(k,)) for k in range(8)]
-        for t in ts: t.start()
-        for t in ts: t.join()
-        entries = storage.get_entries()
-        chain = all(b.parent_id == a.id for a, b in zip(entries, entries[1:]))
-        print(json.dumps({"gil": sys._is_gil_enabled(), "errors": errors[:3],
-                          "n": len(entries), "chain": chain}))
-        """,
-        str(tmp_path / "ft.jsonl"),
-        env=env,
-        timeout=120,
-    )
-    assert result == {"gil": False, "errors": [], "n": 2400, "chain": True}

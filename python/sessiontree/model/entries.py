@@ -27,15 +27,14 @@ True
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
-from .._frozen import field, fields, frozen
-from .._typing import literal_aliases
 from .._util import iso_to_datetime, now_iso, once, uuid7
 from ..errors import SessionError
 from . import _table
 from .messages import (
-    _SRC,
     AgentMessage,
     Usage,
     UserContentBlock,
@@ -49,10 +48,8 @@ from .messages import (
     message_to_dict,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [
     "ENTRY_TYPES",
@@ -94,12 +91,8 @@ MAX_ID_BYTES: Final = _core.MAX_ID_BYTES
 
 # Type checkers need the values spelled out; tests/test_constants.py checks that they
 # equal ``THINKING_LEVELS``.
-if TYPE_CHECKING:
-    ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
-    """How much reasoning the model is asked for."""
-else:
-    # Made on first use (`typing` is not imported by `import sessiontree`).
-    __getattr__ = literal_aliases(globals(), ThinkingLevel="THINKING_LEVELS")
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+"""How much reasoning the model is asked for."""
 
 THINKING_LEVELS: Final[tuple[str, ...]] = _core.THINKING_LEVELS
 """The allowed thinking levels, lowest first."""
@@ -111,7 +104,7 @@ ENTRY_TYPES: Final[tuple[str, ...]] = _core.ENTRY_TYPES
 # --------------------------------------------------------------------------- entry classes
 
 
-@frozen(kw_only=True, repr=False)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class SessionTreeEntry(_Value):
     """The common base of every entry; not instantiated directly.
 
@@ -125,11 +118,10 @@ class SessionTreeEntry(_Value):
         timestamp: when the entry was written, ISO-8601 UTC (``2026-11-30T16:48:30.123Z``).
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     id: str
     parent_id: str | None
     timestamp: str
-    # End of generated fields.
 
     _REPR_SKIP: ClassVar[frozenset[str]] = frozenset({"timestamp"})
 
@@ -145,7 +137,7 @@ class SessionTreeEntry(_Value):
         _table.check(self)
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class MessageEntry(SessionTreeEntry):
     """An entry holding one conversation message.
 
@@ -158,15 +150,13 @@ class MessageEntry(SessionTreeEntry):
     MessageEntry(id='a1b2c3d4', parent_id=None, role='user', text='Hello')
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     message: AgentMessage
 
     @property
     def type(self) -> Literal["message"]:
         """``"message"``, the JSON ``type`` of this class."""
         return "message"
-
-    # End of generated fields.
 
     def __repr__(self) -> str:
         return (
@@ -175,7 +165,7 @@ class MessageEntry(SessionTreeEntry):
         )
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ThinkingLevelChangeEntry(SessionTreeEntry):
     """Sets the thinking level from here on.
 
@@ -183,7 +173,7 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
         thinking_level: one of :data:`THINKING_LEVELS`.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     thinking_level: ThinkingLevel
 
     @property
@@ -191,10 +181,8 @@ class ThinkingLevelChangeEntry(SessionTreeEntry):
         """``"thinking_level_change"``, the JSON ``type`` of this class."""
         return "thinking_level_change"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ModelChangeEntry(SessionTreeEntry):
     """Sets the model from here on.
 
@@ -203,7 +191,7 @@ class ModelChangeEntry(SessionTreeEntry):
         model_id: e.g. ``"claude-sonnet-4-5"``.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     provider: str
     model_id: str
 
@@ -212,10 +200,8 @@ class ModelChangeEntry(SessionTreeEntry):
         """``"model_change"``, the JSON ``type`` of this class."""
         return "model_change"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ActiveToolsChangeEntry(SessionTreeEntry):
     """Sets the active tools from here on.
 
@@ -223,7 +209,7 @@ class ActiveToolsChangeEntry(SessionTreeEntry):
         active_tool_names: the tool names (stored as a tuple).
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     active_tool_names: Sequence[str]
 
     @property
@@ -231,10 +217,8 @@ class ActiveToolsChangeEntry(SessionTreeEntry):
         """``"active_tools_change"``, the JSON ``type`` of this class."""
         return "active_tools_change"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CompactionEntry(SessionTreeEntry):
     """Replaces the context before it with a summary.
 
@@ -249,7 +233,7 @@ class CompactionEntry(SessionTreeEntry):
         from_hook: whether an extension rather than the agent made it.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     summary: str
     first_kept_entry_id: str | None
     tokens_before: int
@@ -263,10 +247,8 @@ class CompactionEntry(SessionTreeEntry):
         """``"compaction"``, the JSON ``type`` of this class."""
         return "compaction"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class BranchSummaryEntry(SessionTreeEntry):
     """Summarises the branch the session moved away from.
 
@@ -278,7 +260,7 @@ class BranchSummaryEntry(SessionTreeEntry):
         from_hook: whether an extension rather than the agent made it.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     from_id: str
     summary: str
     details: Any = None
@@ -290,10 +272,8 @@ class BranchSummaryEntry(SessionTreeEntry):
         """``"branch_summary"``, the JSON ``type`` of this class."""
         return "branch_summary"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomEntry(SessionTreeEntry):
     """Application data that is not sent to the model (unless a projector maps it).
 
@@ -302,7 +282,7 @@ class CustomEntry(SessionTreeEntry):
         data: any JSON value.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     custom_type: str
     data: Any = None
 
@@ -311,10 +291,8 @@ class CustomEntry(SessionTreeEntry):
         """``"custom"``, the JSON ``type`` of this class."""
         return "custom"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomMessageEntry(SessionTreeEntry):
     """An application message that is sent to the model as a custom message.
 
@@ -326,7 +304,7 @@ class CustomMessageEntry(SessionTreeEntry):
         display: whether a UI should show it.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     custom_type: str
     content: str | Sequence[UserContentBlock]
     details: Any = None
@@ -337,10 +315,8 @@ class CustomMessageEntry(SessionTreeEntry):
         """``"custom_message"``, the JSON ``type`` of this class."""
         return "custom_message"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LabelEntry(SessionTreeEntry):
     """Sets (or with ``None`` clears) the label of another entry.
 
@@ -350,7 +326,7 @@ class LabelEntry(SessionTreeEntry):
             with ``invalid_argument`` (a file that holds one still loads).
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     target_id: str
     label: str | None
 
@@ -359,10 +335,8 @@ class LabelEntry(SessionTreeEntry):
         """``"label"``, the JSON ``type`` of this class."""
         return "label"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class SessionInfoEntry(SessionTreeEntry):
     """Names the session (the last one in the file wins).
 
@@ -370,7 +344,7 @@ class SessionInfoEntry(SessionTreeEntry):
         name: the session name, or ``None`` to clear it.
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     name: str | None
 
     @property
@@ -378,10 +352,8 @@ class SessionInfoEntry(SessionTreeEntry):
         """``"session_info"``, the JSON ``type`` of this class."""
         return "session_info"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class LeafEntry(SessionTreeEntry):
     """Moves the leaf (where the next entry hangs) to ``target_id``.
 
@@ -389,7 +361,7 @@ class LeafEntry(SessionTreeEntry):
         target_id: the new leaf, or ``None`` for "before the first entry".
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     target_id: str | None
 
     @property
@@ -397,10 +369,8 @@ class LeafEntry(SessionTreeEntry):
         """``"leaf"``, the JSON ``type`` of this class."""
         return "leaf"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class UnknownEntry(SessionTreeEntry):
     """An entry whose ``type`` this version does not know, kept verbatim.
 
@@ -688,95 +658,10 @@ def entry_from_json(raw: bytes | bytearray | memoryview | str) -> SessionTreeEnt
     return entry_from_dict(_loads(raw, "entry line"))
 
 
-# ------------------------------------------------------------------- entries: filled late
-
-
-def _fill(obj: Any, src: Any) -> None:
-    """Fill ``obj``, handed out unread (see ``messages._Lazy``), from its line ``src``.
-
-    ``src.build()`` reads the line and builds the whole entry; its fields are copied into
-    the slots ``obj`` does not have yet (an entry keeps its ``id``, ``parent_id``,
-    ``timestamp`` and ``message`` objects), and ``obj`` forgets ``src``. A message entry's
-    message is filled from the same line if it was not yet. The line's entry must be the
-    one the arena indexed there: anything else means the file was rewritten behind the
-    storage (``modified_externally``).
-    """
-    fresh = src.build()
-    if fresh.__class__ is dict:
-        fresh = entry_from_dict(fresh)
-    if fresh.id != src.id:
-        raise SessionError(
-            "modified_externally",
-            f"the line of entry {src.id!r} now holds entry {fresh.id!r}: the session file "
-            "was changed by another program",
-        )
-    if isinstance(obj, SessionTreeEntry):
-        _fill_from(obj, fresh)
-        if isinstance(obj, MessageEntry) and isinstance(fresh, MessageEntry):
-            message = obj.message
-            if _is_unread(message):
-                _fill_from(message, fresh.message)
-    elif isinstance(fresh, MessageEntry):
-        _fill_from(obj, fresh.message)
-    else:
-        _fill_from(obj, fresh)
-
-
-def _is_unread(obj: object) -> bool:
-    try:
-        _SRC.__get__(obj)
-    except AttributeError:
-        return False
-    return True
-
-
-def _fill_from(obj: Any, fresh: Any) -> None:
-    cls = type(obj)
-    if type(fresh) is not cls:
-        raise SessionError(
-            "modified_externally",
-            f"the line of a {cls.__name__} now holds a {type(fresh).__name__}: the session "
-            "file was changed by another program",
-        )
-    # Another thread may fill it at the same time: it copies the same values.
-    for descr in _unread_slots_of(cls):
-        descr.__set__(obj, descr.__get__(fresh))
-    # Not ``contextlib.suppress``: ``import sessiontree`` does not load ``contextlib``.
-    try:  # noqa: SIM105
-        _SRC.__delete__(obj)
-    except AttributeError:
-        pass
-    # Handed out untracked by the cyclic GC (it held only strings): its fields may now
-    # hold dicts a program can make a cycle with.
-    _core.gc_track(obj)
-
-
-# What the engine sets when it hands an object out unread (``rust/py/lazy.rs``): an
-# entry's base fields from the arena (a dangling parent reads as None there, unlike its
-# line) and a message entry's message object, which is itself handed out unread.
-_SET_UNREAD: Final = frozenset({"id", "parent_id", "timestamp", "message"})
-_SLOTS: dict[type, tuple[Any, ...]] = {}
-
-
-def _unread_slots_of(cls: type) -> tuple[Any, ...]:
-    """The slot descriptors of the dataclass fields (``_extra`` included) that an object of
-    ``cls`` handed out unread does not have yet."""
-    slots = _SLOTS.get(cls)
-    if slots is None:
-        preset = _SET_UNREAD if issubclass(cls, SessionTreeEntry) else frozenset()
-        slots = tuple(
-            next(b.__dict__[f.name] for b in cls.__mro__ if f.name in b.__dict__)
-            for f in fields(cls)
-            if f.name not in preset
-        )
-        _SLOTS[cls] = slots
-    return slots
-
-
 # --------------------------------------------------------------------------- header
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class SessionHeader(_Value):
     """Line 1 of a session file: the session's identity, not a tree node.
 
@@ -793,7 +678,7 @@ class SessionHeader(_Value):
     SessionHeader(id='s1', timestamp='2026-11-30T16:48:30.123Z', cwd='/home/user/project')
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     id: str
     timestamp: str
     cwd: str
@@ -805,8 +690,6 @@ class SessionHeader(_Value):
     def type(self) -> Literal["session"]:
         """``"session"``, the JSON ``type`` of this class."""
         return "session"
-
-    # End of generated fields.
 
     def __post_init__(self) -> None:
         if isinstance(self.cwd, os.PathLike):

@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import itertools
 import reprlib
+from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from .. import _core
-from .._frozen import MISSING, at_defaults, field, fields, frozen
-from .._typing import literal_aliases
 from .._util import iso_to_ms, now_ms
 from ..errors import SessionError
 from . import _table
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 __all__ = [
     "BASH_EXECUTION_ROLE",
@@ -72,12 +70,8 @@ __all__ = [
 # The sets below are declared once, in the Rust engine, and read from ``_core``. Type
 # checkers need ``StopReason`` spelled out; tests/test_constants.py checks that it equals
 # ``STOP_REASONS``.
-if TYPE_CHECKING:
-    StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
-    """Why an assistant turn ended."""
-else:
-    # Made on first use (`typing` is not imported by `import sessiontree`).
-    __getattr__ = literal_aliases(globals(), StopReason="STOP_REASONS")
+StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
+"""Why an assistant turn ended."""
 
 STOP_REASONS: Final[tuple[str, ...]] = _core.STOP_REASONS
 """The allowed values of :attr:`AssistantMessage.stop_reason`."""
@@ -156,41 +150,8 @@ def _content_text(content: str | Sequence[ContentBlock]) -> str:
     return "\n".join(b.text for b in content if isinstance(b, TextContent))
 
 
-class _Lazy:
-    """The root of every model class: an instance may be handed out before it is read.
-
-    A file storage hands out entries whose fields (beyond ``id``, ``parent_id``,
-    ``timestamp`` and a message entry's ``message``) are not read yet: the hidden slot
-    ``_src`` holds where the entry's line lives (a ``_core.LineRef``). Reading any unset
-    field reaches :meth:`__getattr__`, which reads the line and fills every field
-    (``entries._fill``) — once; the object then is like any other. Equality, ``repr``,
-    pickling and copying read fields, so they see the filled object.
-    """
-
-    __slots__ = ("_src",)
-
-    # Hidden from type checkers, which would otherwise accept any attribute name.
-    if not TYPE_CHECKING:
-
-        def __getattr__(self, name: str) -> Any:
-            # Only reached when normal lookup failed: an unset slot or a missing attribute.
-            try:
-                src = _SRC.__get__(self)
-            except AttributeError:
-                raise AttributeError(
-                    f"{type(self).__name__!r} object has no attribute {name!r}"
-                ) from None
-            from .entries import _fill
-
-            _fill(self, src)
-            return object.__getattribute__(self, name)
-
-
-_SRC: Any = _Lazy.__dict__["_src"]
-
-
-@frozen(repr=False)
-class _Value(_Lazy):
+@dataclass(frozen=True, slots=True, repr=False)
+class _Value:
     """Shared base: checks its fields by the model table, keeps unknown JSON fields and
     gives a short, default-skipping repr."""
 
@@ -220,7 +181,7 @@ class _Value(_Lazy):
 # --------------------------------------------------------------------------- content blocks
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class TextContent(_Value):
     """A block of text.
 
@@ -232,7 +193,7 @@ class TextContent(_Value):
     TextContent(text='Hello')
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     text: str
     signature: str | None = None
 
@@ -241,10 +202,8 @@ class TextContent(_Value):
         """``"text"``, the JSON ``type`` of this class."""
         return "text"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ThinkingContent(_Value):
     """A block of model reasoning.
 
@@ -257,7 +216,7 @@ class ThinkingContent(_Value):
     ThinkingContent(thinking='Let me think', redacted=True)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     thinking: str
     signature: str | None = None
     redacted: bool = False
@@ -267,10 +226,8 @@ class ThinkingContent(_Value):
         """``"thinking"``, the JSON ``type`` of this class."""
         return "thinking"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ImageContent(_Value):
     """An image, base64-encoded.
 
@@ -282,7 +239,7 @@ class ImageContent(_Value):
     ImageContent(mime_type='image/png', data=<12 chars>)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     data: str
     mime_type: str
 
@@ -291,14 +248,12 @@ class ImageContent(_Value):
         """``"image"``, the JSON ``type`` of this class."""
         return "image"
 
-    # End of generated fields.
-
     def __repr__(self) -> str:
         # The payload is base64 and often megabytes long; its size is what is useful here.
         return f"ImageContent(mime_type={self.mime_type!r}, data=<{len(self.data)} chars>)"
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ToolCall(_Value):
     """A tool invocation requested by the assistant.
 
@@ -311,7 +266,7 @@ class ToolCall(_Value):
     ToolCall(id='call_1', name='read', arguments={'path': 'README.md'})
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     id: str
     name: str
     arguments: dict[str, Any]
@@ -320,8 +275,6 @@ class ToolCall(_Value):
     def type(self) -> Literal["tool_call"]:
         """``"tool_call"``, the JSON ``type`` of this class."""
         return "tool_call"
-
-    # End of generated fields.
 
 
 ContentBlock: TypeAlias = TextContent | ThinkingContent | ImageContent | ToolCall
@@ -338,7 +291,7 @@ _ASSISTANT_BLOCKS: Final = (TextContent, ThinkingContent, ToolCall)
 # --------------------------------------------------------------------------- usage
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class Cost(_Value):
     """Money spent on one call, per token class (ints are stored as floats).
 
@@ -346,20 +299,28 @@ class Cost(_Value):
     Cost(input=0.25, total=0.25)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
-    # End of generated fields.
+
+
+def _at_defaults(cls: type) -> Any:
+    """An instance of ``cls`` with every field at its default, made without ``__init__``
+    (the model's checks are registered at the end of the module)."""
+    obj: Any = object.__new__(cls)
+    for f in fields(cls):
+        object.__setattr__(obj, f.name, f.default)
+    return obj
 
 
 # The zero usage and cost: defaults, and what a missing or null one reads as.
-_ZERO_COST: Final = at_defaults(Cost)
+_ZERO_COST: Final = _at_defaults(Cost)
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class Usage(_Value):
     """Token counts and cost of one model call.
 
@@ -367,23 +328,22 @@ class Usage(_Value):
     Usage(input=10, output=5, total_tokens=15)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = _ZERO_COST
-    # End of generated fields.
 
 
-_ZERO_USAGE: Final = at_defaults(Usage)
+_ZERO_USAGE: Final = _at_defaults(Usage)
 
 
 # --------------------------------------------------------------------------- messages
 
 
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class UserMessage(_Value):
     """A message from the user.
 
@@ -396,7 +356,7 @@ class UserMessage(_Value):
     UserMessage(content='Fix the tests', timestamp=1764521310123)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     content: str | Sequence[UserContentBlock]
     timestamp: int = field(default_factory=now_ms)
 
@@ -405,10 +365,8 @@ class UserMessage(_Value):
         """``"user"``, the JSON ``role`` of this class."""
         return "user"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class AssistantMessage(_Value):
     """A model reply.
 
@@ -428,7 +386,7 @@ class AssistantMessage(_Value):
 timestamp=0)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     content: Sequence[AssistantContentBlock]
     provider: str
     model: str
@@ -443,10 +401,8 @@ timestamp=0)
         """``"assistant"``, the JSON ``role`` of this class."""
         return "assistant"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class ToolResultMessage(_Value):
     """The result of running a tool call.
 
@@ -463,7 +419,7 @@ class ToolResultMessage(_Value):
 content=[TextContent(text='# README')], timestamp=0)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     tool_call_id: str
     tool_name: str
     content: Sequence[UserContentBlock]
@@ -476,10 +432,8 @@ content=[TextContent(text='# README')], timestamp=0)
         """``"tool_result"``, the JSON ``role`` of this class."""
         return "tool_result"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CustomMessage(_Value):
     """An application-defined message that takes part in the context.
 
@@ -495,7 +449,7 @@ class CustomMessage(_Value):
     CustomMessage(custom_type='note', content='remember this', timestamp=0)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     custom_type: str
     content: str | Sequence[UserContentBlock]
     display: bool = True
@@ -507,10 +461,8 @@ class CustomMessage(_Value):
         """``"custom"``, the JSON ``role`` of this class."""
         return "custom"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class CompactionSummaryMessage(_Value):
     """The summary that stands in for the entries a compaction dropped.
 
@@ -523,7 +475,7 @@ class CompactionSummaryMessage(_Value):
     CompactionSummaryMessage(summary='We fixed the parser.', tokens_before=12000, timestamp=0)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     summary: str
     tokens_before: int
     timestamp: int = field(default_factory=now_ms)
@@ -533,10 +485,8 @@ class CompactionSummaryMessage(_Value):
         """``"compaction_summary"``, the JSON ``role`` of this class."""
         return "compaction_summary"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class BranchSummaryMessage(_Value):
     """The summary of a branch the session moved away from.
 
@@ -549,7 +499,7 @@ class BranchSummaryMessage(_Value):
     BranchSummaryMessage(summary='Tried a regex; abandoned.', from_id='a1b2c3d4', timestamp=0)
     """
 
-    # Fields: generated from the model table (python -m sessiontree.model._gen).
+    # Fields: as the model table declares them (tests/model/test_model_table.py).
     summary: str
     from_id: str
     timestamp: int = field(default_factory=now_ms)
@@ -559,10 +509,8 @@ class BranchSummaryMessage(_Value):
         """``"branch_summary"``, the JSON ``role`` of this class."""
         return "branch_summary"
 
-    # End of generated fields.
 
-
-@frozen(repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class UnknownMessage(_Value):
     """A message whose ``role`` this version does not know, kept verbatim.
 

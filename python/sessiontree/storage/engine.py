@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import gc
+from typing import TYPE_CHECKING
 
 from .. import _core
 from .._util import check_text, now_iso
@@ -41,7 +42,6 @@ from .base import (
     fork_target_error,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any, ClassVar, Final
@@ -154,8 +154,8 @@ def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[Sess
     """Entries from ``Engine.entries``/``path_entries``, with no second JSON parse in Python.
 
     The engine validated every line's fields when it loaded or appended it. It hands the
-    entries out as objects (unread until first use, or built from their line by
-    ``rust/py/build.rs``, for every type and role of the model table); the few it does not
+    entries out as complete objects, built from their lines by ``rust/py/build.rs`` for
+    every type and role of the model table; the few it does not
     vouch for (an integer wider than 64 bits, a long id, an unknown type or role) come as
     dicts, at the positions it names, and are built here by the validating reader,
     :func:`~sessiontree.model.entries.entry_from_dict`.
@@ -563,11 +563,9 @@ class _EngineStorage(SessionStorage):
             *,
             durability: str = "group",
             limits: Limits | None = None,
-        ) -> SessionStorage:
+        ) -> _core.Engine:
             # The lines' bytes are copied by the kernel and the new file's arena is built
             # from this one's, so the fork is not scanned again (rust/engine/fork.rs).
-            from .jsonl import JsonlSessionStorage
-
             self._check()
             mode = _check_durability(durability)
             # Positions to engine indices; a parent outside the copy (-1) stays -1.
@@ -581,7 +579,7 @@ class _EngineStorage(SessionStorage):
                 mode,
                 **_limits(limits),
             )
-            return JsonlSessionStorage(forked, mode, False)
+            return forked
 
         return ForkSource(
             id_of=lambda i: engine.id_of(keys[i]),
