@@ -80,8 +80,8 @@ lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check
 	$(PY) -m mypy.stubtest sessiontree._core
 
 .PHONY: generate
-generate: ## Rewrite the generated sources: the model classes' fields and the async stub
-	$(PY) -m sessiontree.model._gen; $(PY) -m sessiontree.aio._stubgen
+generate: ## Rewrite the generated source: the async API's stub
+	$(PY) -m sessiontree.aio._stubgen
 
 .PHONY: format
 format: ## Format Rust and Python sources

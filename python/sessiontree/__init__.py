@@ -8,6 +8,8 @@ with :class:`JsonlSessionRepo`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .context import (
     EntryProjector,
     EntryTransform,
@@ -85,7 +87,6 @@ from .storage import (
     SessionStorage,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

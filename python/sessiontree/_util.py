@@ -10,10 +10,10 @@ from __future__ import annotations
 import _thread
 import os
 import time
+from typing import TYPE_CHECKING
 
 from .errors import SessionError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable

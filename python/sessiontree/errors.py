@@ -8,9 +8,10 @@ malformed line, ``except OSError`` for an I/O failure, and so on.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _core
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 

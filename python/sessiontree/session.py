@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._typing import Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from ._util import now_iso
 from .context import ContextCache, SessionContextBuildOptions, merge_context_build_options
 from .errors import SessionError
@@ -23,7 +25,6 @@ from .model.messages import AgentMessage, Usage, UserContentBlock
 from .model.types import SessionContext, SessionStats, TreeNode
 from .storage import SessionStorage
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import TracebackType

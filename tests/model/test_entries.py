@@ -148,8 +148,12 @@ def test_common_attributes() -> None:
 
 def test_type_is_not_settable() -> None:
     e = LeafEntry(**BASE, target_id=None)
-    with pytest.raises(AttributeError):
-        e.type = "label"
+    # A field and a name that is not a field (``type`` is a property) alike.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.target_id = "e9"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.type = "label"  # type: ignore[misc]
+    assert e.type == "leaf" and e.target_id is None
 
 
 def test_base_fields_are_keyword_only() -> None:

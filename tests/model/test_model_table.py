@@ -1,11 +1,12 @@
 """The Python model is the engine's model table (``_core.MODEL``, rust/engine/model.rs).
 
-The class bodies' fields are generated from the table (``sessiontree.model._gen``), and
-checks and the JSON codec are compiled from it (``sessiontree.model._table``). For every
-type the table declares: the generated fields are current, the class has the table's
-fields in the constructor order the table gives, a field the table requires has no default
+The classes are plain frozen, slotted dataclasses written in ``messages.py`` and
+``entries.py`` (type checkers read them as they are); checks and the JSON codec are made
+from the table (``sessiontree.model._table``). This test holds the classes to the table,
+for every type it declares: the class has the table's fields, annotated as their kinds
+say, in the constructor order the table gives; a field the table requires has no default
 unless the table names a constructor default (and an optional one has the table's
-default), and the JSON keys the codec knows are the table's keys.
+default); and the JSON keys the codec knows are the table's keys.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from test_entries import sample_entries
 import sessiontree
 from sessiontree import _core
 from sessiontree._util import now_ms
-from sessiontree.model import _gen, _table, entries, messages
+from sessiontree.model import _table, entries, messages
 from sessiontree.model.entries import entry_to_json
 
 _TYPES = {t[0]: t for t in _core.MODEL}
@@ -34,6 +35,57 @@ def _own_fields(cls: type) -> list[dataclasses.Field[Any]]:
     if issubclass(cls, entries.SessionTreeEntry) and cls is not entries.SessionTreeEntry:
         skip.update(_BASE_ATTRS)
     return [f for f in dataclasses.fields(cls) if f.name not in skip]
+
+
+def _params(row: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The fields of ``row`` in the constructor's order: the row's own order where it
+    gives one (API.md's), else needed fields, then defaulted ones, then the ones readers
+    require but constructors default (each in FORMAT.md's order)."""
+    fields = row[3]
+    if row[4] is not None:
+        by_attr = {f[1]: f for f in fields}
+        return [by_attr[a] for a in row[4]]
+    needed = [f for f in fields if f[3] and f[9] is None]
+    defaulted = [f for f in fields if not f[3]]
+    stamped = [f for f in fields if f[3] and f[9] is not None]
+    return needed + defaulted + stamped
+
+
+# Python's names for the value sets and block lists the table spells out.
+_ONE_OF = {_core.STOP_REASONS: "StopReason", _core.THINKING_LEVELS: "ThinkingLevel"}
+_BLOCKS = {
+    ("text", "image"): "UserContentBlock",
+    ("text", "thinking", "tool_call"): "AssistantContentBlock",
+}
+_KINDS = {
+    "str": "str",
+    "int": "int",
+    "timestamp_ms": "int",
+    "number": "float",
+    "bool": "bool",
+    "any": "Any",
+    "object": "dict[str, Any]",
+    "str_list": "Sequence[str]",
+    "message": "AgentMessage",
+    "messages": "Sequence[AgentMessage]",
+}
+
+
+def _annotation(f: tuple[Any, ...]) -> str:
+    """The annotation a field of the table's kind has in the class body."""
+    _key, _attr, kind, required, nullable, _omit, arg, default, _rule, _ctor = f
+    if kind == "one_of":
+        text = _ONE_OF[arg]
+    elif kind == "blocks":
+        text = f"Sequence[{_BLOCKS[arg]}]"
+    elif kind == "str_or_blocks":
+        text = f"str | Sequence[{_BLOCKS[arg]}]"
+    elif kind == "nested":
+        text = arg
+    else:
+        text = _KINDS[kind]
+    takes_none = nullable and (required or default == "null")
+    return f"{text} | None" if takes_none and kind != "any" else text
 
 
 def _class(name: str) -> type:
@@ -62,10 +114,10 @@ def test_the_constructor_order_is_the_tables(name: str) -> None:
     # Needed fields, then defaulted ones, each in FORMAT.md's order, the ones readers
     # require but constructors default last; or the row's own order (API.md's).
     attrs = [f.name for f in _own_fields(_class(name))]
-    assert attrs == [f[1] for f in _gen.params(_TYPES[name])]
+    assert attrs == [f[1] for f in _params(_TYPES[name])]
     row = _TYPES[name]
     if row[4] is None:
-        flags = [(f[3] and f[9] is None, not f[3]) for f in _gen.params(row)]
+        flags = [(f[3] and f[9] is None, not f[3]) for f in _params(row)]
         assert flags == sorted(flags, reverse=True)
 
 
@@ -100,8 +152,11 @@ def test_required_fields_have_no_default(name: str) -> None:
             assert _has_default(f) != required, f.name
 
 
-def test_the_class_bodies_are_generated_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _gen.main(["--check"]) == 0, capsys.readouterr().out
+@pytest.mark.parametrize("name", list(_TYPES))
+def test_the_annotations_are_the_tables_kinds(name: str) -> None:
+    want = {f[1]: _annotation(f) for f in _TYPES[name][3]}
+    got = {f.name: f.type for f in _own_fields(_class(name))}
+    assert got == want
 
 
 def _expected_default(field: tuple[Any, ...]) -> object:

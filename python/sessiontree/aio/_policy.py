@@ -16,9 +16,9 @@ since a network or disk round trip may hide behind any of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Final
 
-from .._frozen import fields
 from ..model.messages import (
     AssistantMessage,
     ImageContent,

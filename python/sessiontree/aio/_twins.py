@@ -37,91 +37,41 @@ def _dress(
     setattr(twin, TWIN_MARK, sync)
 
 
-def _forwarding(sync: Callable[..., Any]) -> tuple[str, str, dict[str, Any]]:
-    """The parameter list and call arguments that forward a call to ``sync`` as it was
-    made (its own defaults bound by name), so a twin needs no ``*args`` / ``**kwargs``
-    (packing them costs a third of a cheap call)."""
-    params: list[str] = []
-    call: list[str] = []
-    defaults: dict[str, Any] = {}
-    star = False
-    for p in list(inspect.signature(sync).parameters.values())[1:]:  # not self
-        text = p.name
-        if p.kind is p.VAR_POSITIONAL:
-            params.append("*" + text)
-            call.append("*" + text)
-            star = True
-            continue
-        if p.kind is p.VAR_KEYWORD:
-            params.append("**" + text)
-            call.append("**" + text)
-            continue
-        if p.kind is p.KEYWORD_ONLY and not star:
-            params.append("*")
-            star = True
-        if p.default is not p.empty:
-            defaults[f"_default_{p.name}"] = p.default
-            text += f"=_default_{p.name}"
-        params.append(text)
-        call.append(f"{p.name}={p.name}" if p.kind is p.KEYWORD_ONLY else p.name)
-    return ", ".join(["self", *params]), ", ".join(call), defaults
-
-
-# The body of every non-local twin: inline while the session's lane is idle and the
-# policy allows it, else queued in the lane and awaited. ``{check}`` is the policy's.
-_TWIN = """
-async def {name}({params}):
-    session = self._session
-    lane = self._lane
-    if not lane._pending and kind in self._kinds{check}:
-        {inline}
-    return await wait(lane.submit({target}{comma}{call}){shield})
-"""
-_LOCAL = """
-async def {name}({params}):
-    return self._session.{name}({call})
-"""
-
-
 def session_twin(owner: type, name: str, policy: Policy, sync: Callable[..., Any]) -> Any:
-    """The coroutine twin of ``Session.<name>`` on ``owner`` (an ``AsyncSession``),
-    compiled with the sync method's own parameters."""
-    params, call, defaults = _forwarding(sync)
+    """The coroutine twin of ``Session.<name>`` on ``owner`` (an ``AsyncSession``).
+
+    A local call runs at once. Any other runs inline while the session's lane is idle and
+    the policy allows it (its ``attempt``, which may answer or defer, or its ``decide``),
+    else it is queued in the lane and awaited (shielded from cancellation where the
+    policy says so).
+    """
     if policy is LOCAL:
-        source = _LOCAL.format(name=name, params=params, call=call)
-    else:
-        if policy.attempt is not None:
-            check = ""
-            inline = (
-                f"result = attempt(session{', ' if call else ''}{call})\n"
-                "        if result is not DEFER:\n"
-                "            return result"
-            )
+
+        async def local(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._session, name)(*args, **kwargs)
+
+        _dress(local, owner, name, sync, None)
+        return local
+
+    kind, decide, attempt = policy.kind, policy.decide, policy.attempt
+    worker, shield = policy.worker, policy.shield
+
+    async def twin(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        session = self._session
+        lane = self._lane
+        if not lane._pending and kind in self._kinds:
+            if attempt is not None:
+                result = attempt(session, *args, **kwargs)
+                if result is not DEFER:
+                    return result
+            elif decide is None or decide(session, *args, **kwargs):
+                return getattr(session, name)(*args, **kwargs)
+        if worker is None:
+            future = lane.submit(getattr(session, name), *args, **kwargs)
         else:
-            check = "" if policy.decide is None else f" and decide(session, {call})"
-            inline = f"return session.{name}({call})"
-        target = f"session.{name}" if policy.worker is None else "worker, session"
-        source = _TWIN.format(
-            name=name,
-            params=params,
-            call=call,
-            comma=", " if call else "",
-            check=check,
-            inline=inline,
-            target=target,
-            shield=", shield=True" if policy.shield else "",
-        )
-    namespace: dict[str, Any] = {
-        "kind": policy.kind,
-        "decide": policy.decide,
-        "attempt": policy.attempt,
-        "worker": policy.worker,
-        "DEFER": DEFER,
-        "wait": wait,
-        **defaults,
-    }
-    exec(compile(source, f"<sessiontree.aio twin {name}>", "exec"), namespace)
-    twin = namespace[name]
+            future = lane.submit(worker, session, *args, **kwargs)
+        return await wait(future, shield=shield)
+
     _dress(twin, owner, name, sync, None)
     return twin
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
-from .._frozen import frozen
 from ..context import (
     build_session_context,
     default_context_entry_transform,
@@ -32,7 +32,7 @@ __all__ = ["CompactionPlan", "prepare_compaction"]
 # --------------------------------------------------------------------------- planning
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class _Item:
     """One context message of the compactable part of the branch (or a message-less entry)."""
 
@@ -43,7 +43,7 @@ class _Item:
     tokens: int
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CompactionPlan:
     """Where a compaction cuts the current branch; made by :func:`prepare_compaction`.
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from .._frozen import field, frozen
 from ..errors import SessionError
 from ..model.entries import SessionTreeEntry
 from ..model.messages import (
@@ -137,7 +137,7 @@ def serialize_conversation(
 # --------------------------------------------------------------------------- requests, results
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SummaryRequest:
     """What the summariser is asked to summarise; passed to your ``summarize(request)``.
 
@@ -183,7 +183,7 @@ class SummaryRequest:
         )
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SummaryResult:
     """A summary with extras; ``summarize`` may return this instead of a ``str``.
 

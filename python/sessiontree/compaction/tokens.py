@@ -6,9 +6,9 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from .._frozen import frozen
 from ..errors import SessionError
 from ..model.messages import (
     BASH_EXECUTION_ROLE,
@@ -181,7 +181,7 @@ def _check_count(owner: str, name: str, value: object, minimum: int = 0) -> int:
     return value
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class CompactionSettings:
     """When to compact and how much to keep.
 

@@ -8,10 +8,11 @@ transforms run after it, in order; projectors turn ``custom`` entries into messa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from .._frozen import field, frozen
-from .._typing import Callable, Iterable, Mapping
 from ..errors import SessionError
 from ..model.entries import (
     ActiveToolsChangeEntry,
@@ -34,7 +35,6 @@ from ..model.messages import (
 )
 from ..model.types import ContextState, ModelRef, SessionContext
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
@@ -64,7 +64,7 @@ def _empty_projectors() -> Mapping[str, EntryProjector]:
     return MappingProxyType({})
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SessionContextBuildOptions:
     """User hooks for context building.
 

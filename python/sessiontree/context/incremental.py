@@ -23,6 +23,8 @@ cold :func:`~sessiontree.build_session_context`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..model.entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -44,7 +46,6 @@ from .build import (
     split_at_latest_compaction,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

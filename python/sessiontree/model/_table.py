@@ -23,14 +23,14 @@ class is checked, written and read as the class it derives from.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
-from .. import _core, _frozen
-from .._typing import cast
+from .. import _core
 from ..errors import SessionError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Final
@@ -112,14 +112,29 @@ def register(*classes: type, unknown: dict[str, type] | None = None) -> None:
             _BY_TAG[row[1], row[2]] = cls
         if "__post_init__" not in cls.__dict__:
             cls.__post_init__ = _first_check(cls)  # type: ignore[attr-defined]
+        # The frozen ``__setattr__``/``__delattr__`` that ``dataclass(slots=True)`` writes
+        # fail with a TypeError about ``super()`` for a name that is not a field (they
+        # name the class as it was before ``slots=True`` made it again); the model's
+        # classes refuse every name with ``FrozenInstanceError``.
+    for cls in (*classes, *(unknown or {}).values()):
+        type.__setattr__(cls, "__setattr__", _refuse_setattr)
+        type.__setattr__(cls, "__delattr__", _refuse_delattr)
     _UNKNOWN.update(unknown or {})
     global _UNKNOWN_CLASSES
     _UNKNOWN_CLASSES = tuple(_UNKNOWN.values())
     _SPECS.clear()
 
 
+def _refuse_setattr(self: object, name: str, value: object) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _refuse_delattr(self: object, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
 def _first_check(cls: type) -> Callable[[Any], None]:
-    """A ``__post_init__`` for ``cls`` that compiles its check on first use and puts it in
+    """A ``__post_init__`` for ``cls`` that makes its check on first use and puts it in
     its own place (no lookup per construction after that)."""
 
     def __post_init__(self: Any) -> None:
@@ -129,8 +144,6 @@ def _first_check(cls: type) -> Callable[[Any], None]:
         type.__setattr__(cls, "__post_init__", fn)
         fn(self)
 
-    # ``__init__`` runs the check itself, on its parameters (see ``_frozen``).
-    __post_init__.__st_inline__ = _inline_for(cls)  # type: ignore[attr-defined]
     return __post_init__
 
 
@@ -234,25 +247,25 @@ class Spec:
 
     @property
     def check(self) -> Callable[[Any], None]:
-        """The generated check of an instance (see :func:`check`)."""
+        """The check of an instance (see :func:`check`), made on first use."""
         if self._check is None:
-            self._check = _gen_check(self)
+            self._check = _make_check(self)
         return self._check
 
     @property
     def write(self) -> Callable[[Any], dict[str, Any]]:
-        """The generated writer of an instance (see :func:`to_json`)."""
+        """The writer of an instance (see :func:`to_json`), made on first use."""
         if self._write is None:
-            self._write = _gen_write(self)
+            self._write = _make_write(self)
         return self._write
 
     @property
     def read(self) -> Callable[[dict[str, Any]], Any]:
-        """The generated reader of a JSON object: an instance of the class (call it under
+        """The reader of a JSON object, made on first use: an instance of the class (call it under
         :func:`reading`). A missing required key raises ``KeyError`` naming it, for the
         caller's message; a value of the wrong kind is the constructor's to refuse."""
         if self._read is None:
-            self._read = _gen_read(self)
+            self._read = _make_read(self)
         return self._read
 
 
@@ -284,114 +297,35 @@ def check(obj: Any) -> None:
     spec.check(obj)
 
 
-# --------------------------------------------------------------------------- generated code
+# --------------------------------------------------------------------------- the check
 #
-# Each type's check, writer and reader are compiled from its row on first use, as
-# ``dataclasses`` compiles ``__init__``: straight-line code per field, with the common
-# case (a value of exactly the right class) tested inline and everything else (None where
-# allowed, conversions, errors) left to the kind's function above or below. The generated
-# code does what the loops over ``Spec.fields`` would do; it is only faster.
-
-# What a value of each kind is, tested inline (``{v}`` is the value) before any call.
-_FAST: Final[dict[str, str]] = {
-    "str": "{v}.__class__ is str",
-    "int": "{v}.__class__ is int",
-    "timestamp_ms": "{v}.__class__ is int",
-    "number": "{v}.__class__ is float",
-    "bool": "{v} is True or {v} is False",
-    "any": "{v} is None or {v}.__class__ in _SCALARS",
-    "one_of": "{v}.__class__ is str and {v} in _arg{i}",
-    "str_or_blocks": "{v}.__class__ is str",
-    "nested": "{v}.__class__ is _cls{i}",
-    "message": "{v}.__class__ in _msg{i}",
-}
-# When a value that passed its kind may break its rule (then the rule's function decides),
-# by rule or by ``rule:kind`` where the kind matters.
-_RULE_SUSPECT: Final[dict[str, str]] = {
-    "not_empty": "not {v}",
-    "non_negative": "{v} < 0",
-    # (NaN and infinities fail it too.)
-    "non_negative:number": "not 0.0 <= {v} <= _MAX",
-    "image_mime": "{v}[:6].lower() != 'image/'",
-    "id": "not {v} or len({v}) > _SHORT_ID",
-}
-_SCALARS: Final = frozenset({str, int, float, bool})
+# Each type's check, writer and reader are made from its row on first use: a closure over
+# the plan of its fields (what to read, how to check, convert or write each), run by one
+# loop per call.
 
 
-def _compile(spec: Spec, name: str, lines: list[str], env: dict[str, Any]) -> Any:
-    src = "\n".join(lines) + "\n"
-    namespace: dict[str, Any] = {}
-    exec(compile(src, f"<model table: {spec.cls.__name__}.{name}>", "exec"), env, namespace)
-    fn = namespace[name]
-    fn.__qualname__ = f"{spec.cls.__qualname__}.{name}"
-    return fn
+def _make_check(spec: Spec) -> Callable[[Any], None]:
+    """The check of every field of ``spec``'s instances: its kind (with the conversions the
+    model promises, stored back) then its rule; None passes where the field accepts it."""
+    plan = tuple(
+        (f.attr, f, f.check, _RULES[f.rule] if f.rule is not None else None, f.accepts_none)
+        for f in spec.fields
+    )
+    store = object.__setattr__
 
+    def check(self: Any) -> None:
+        for attr, f, check_kind, rule, accepts_none in plan:
+            v = getattr(self, attr)
+            if v is None and accepts_none:
+                continue
+            c = check_kind(self, f, v)
+            if c is not v:
+                store(self, attr, c)
+            if rule is not None:
+                rule(self, f, c)
 
-def _check_source(spec: Spec, *, inline: bool) -> tuple[list[str], dict[str, Any]]:
-    """The statements that check (and convert) every field of ``spec``, and the names they
-    use: on the instance ``self`` (``inline=False``), or on local variables named as the
-    fields that they rebind (``inline=True``, run by ``__init__`` before it sets them)."""
-    env: dict[str, Any] = {
-        "_set": object.__setattr__,
-        "_SCALARS": _SCALARS,
-        "_MAX": _MAX_FLOAT,
-        "_SHORT_ID": _MAX_ID_BYTES // 4,
-    }
-    lines: list[str] = []
-    for i, f in enumerate(spec.fields):
-        env[f"_f{i}"] = f
-        env[f"_check{i}"] = f.check
-        env[f"_arg{i}"] = frozenset(f.arg) if f.kind == "one_of" else None
-        env[f"_cls{i}"] = f.classes[0] if f.classes else None
-        env[f"_msg{i}"] = frozenset(f.classes)
-        v = f.attr if inline else f"v{i}"
-        if not inline:
-            lines.append(f"{v} = self.{f.attr}")
-        fast = _FAST.get(f.kind, "False").format(v=v, i=i)
-        if f.accepts_none:
-            fast = f"{v} is None or {fast}"
-        lines.append(f"if not ({fast}):")
-        if inline:
-            lines.append(f"    {v} = _check{i}(self, _f{i}, {v})")
-        else:
-            lines.append(f"    c = _check{i}(self, _f{i}, {v})")
-            lines.append(f"    if c is not {v}:")
-            lines.append(f"        _set(self, {f.attr!r}, c)")
-            lines.append(f"        {v} = c")
-        if f.rule is not None:
-            env[f"_rule{i}"] = _RULES[f.rule]
-            suspect = _RULE_SUSPECT.get(f"{f.rule}:{f.kind}", _RULE_SUSPECT[f.rule])
-            suspect = suspect.format(v=v)
-            if f.accepts_none:
-                suspect = f"{v} is not None and ({suspect})"
-            lines.append(f"if {suspect}:")
-            lines.append(f"    _rule{i}(self, _f{i}, {v})")
-    return lines, env
-
-
-def _gen_check(spec: Spec) -> Callable[[Any], None]:
-    lines, env = _check_source(spec, inline=False)
-    body = [f"    {line}" for line in lines] or ["    pass"]
-    fn = _compile(spec, "check", ["def check(self):", *body], env)
-    fn.__st_inline__ = _inline_for(spec.cls)
-    return cast("Callable[[Any], None]", fn)
-
-
-def _inline_for(cls: type) -> Callable[[], tuple[list[str], dict[str, Any]] | None]:
-    """``_inline_check`` of ``cls``, to be called later."""
-    return lambda: _inline_check(cls)
-
-
-def _inline_check(cls: type) -> tuple[list[str], dict[str, Any]] | None:
-    """The check of ``cls`` as ``__init__`` runs it on its parameters (``_frozen``'s
-    ``__st_inline__``); None when a checked field is not a parameter."""
-    spec = spec_of(cls)
-    if spec is None or spec.cls is not cls:
-        return None
-    params = {f.name for f in _frozen.fields(cls) if f.init}
-    if any(f.attr not in params for f in spec.fields):
-        return None
-    return _check_source(spec, inline=True)
+    check.__qualname__ = f"{spec.cls.__qualname__}.check"
+    return check
 
 
 def _opt(f: Field, expected: str) -> str:
@@ -649,49 +583,45 @@ def _write_unknown(obj: Any) -> dict[str, Any]:
     return data
 
 
-# How a writer writes a value of each kind that is not written as it is (``{v}``).
-# Nested values are written by their class's writer, found in ``_WRITERS`` (``_W``) with
-# no call in between once their class has been written (``to_json`` fills it).
-_WRITE_AS: Final[dict[str, str]] = {
-    "str_list": "list({v})",
-    "blocks": "[_W.get(x.__class__, _tj)(x) for x in {v}]",
-    "messages": "[_W.get(x.__class__, _tj)(x) for x in {v}]",
-    "str_or_blocks": "{v} if {v}.__class__ is str else [_W.get(x.__class__, _tj)(x) for x in {v}]",
-    "nested": "_W.get({v}.__class__, _tj)({v})",
-    "message": "_W.get({v}.__class__, _tj)({v})",
+def _write_each(v: Any) -> list[Any]:
+    return [to_json(x) for x in v]
+
+
+def _write_str_or_each(v: Any) -> Any:
+    return v if v.__class__ is str else [to_json(x) for x in v]
+
+
+# How a writer writes a value of each kind that is not written as it is.
+_WRITE_AS: Final[dict[str, Callable[[Any], Any]]] = {
+    "str_list": list,
+    "blocks": _write_each,
+    "messages": _write_each,
+    "str_or_blocks": _write_str_or_each,
+    "nested": to_json,
+    "message": to_json,
 }
 
 
-def _gen_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
-    env: dict[str, Any] = {"_tj": to_json, "_W": _WRITERS}
-    lines = ["def write(obj):"]
-    literal = [] if spec.tag_key is None else [f"{spec.tag_key!r}: {spec.tag!r}"]
-    after: list[str] = []  # from the first field left out at its default on
-    for i, f in enumerate(spec.fields):
-        v = f"v{i}"
-        value = _WRITE_AS.get(f.kind, "{v}").format(v=v)
-        if f.nullable and f.kind in _WRITE_AS:
-            value = f"None if {v} is None else {value}"
-        if not (f.omit or after):
-            lines.append(f"    {v} = obj.{f.attr}")
-            literal.append(f"{f.key!r}: {value}")
-            continue
-        after.append(f"    {v} = obj.{f.attr}")
-        if f.omit:
-            if f.default is None or isinstance(f.default, bool):
-                after.append(f"    if {v} is not {f.default!r}:")
-            else:
-                env[f"_d{i}"] = f.default
-                after.append(
-                    f"    if not ({v} is _d{i} or (type({v}) is type(_d{i}) and {v} == _d{i})):"
-                )
-            after.append(f"        d[{f.key!r}] = {value}")
-        else:
-            after.append(f"    d[{f.key!r}] = {value}")
-    lines.append("    d = {" + ", ".join(literal) + "}")
-    lines += after
-    lines += ["    e = obj._extra", "    if e:", "        d.update(e)", "    return d"]
-    return cast("Callable[[Any], dict[str, Any]]", _compile(spec, "write", lines, env))
+def _make_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
+    """The writer of ``spec``'s instances: the tag, the fields in table order (those the
+    table omits at their default left out), then the unknown fields kept on the object."""
+    tag = () if spec.tag_key is None else ((spec.tag_key, spec.tag),)
+    plan = tuple((f.key, f.attr, _WRITE_AS.get(f.kind), f.omit, f.default) for f in spec.fields)
+
+    def write(obj: Any) -> dict[str, Any]:
+        d: dict[str, Any] = dict(tag)
+        for key, attr, convert, omit, default in plan:
+            v = getattr(obj, attr)
+            if omit and is_default(v, default):
+                continue
+            d[key] = v if convert is None or v is None else convert(v)
+        extra = obj._extra
+        if extra:
+            d.update(extra)
+        return d
+
+    write.__qualname__ = f"{spec.cls.__qualname__}.write"
+    return write
 
 
 # --------------------------------------------------------------------------- reading
@@ -700,44 +630,38 @@ def _gen_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
 _MISSING: Final = object()
 
 
-def _gen_read(spec: Spec) -> Callable[[dict[str, Any]], Any]:
-    from .._frozen import fields
+def _make_read(spec: Spec) -> Callable[[dict[str, Any]], Any]:
+    """The reader of a JSON object into ``spec``'s class: required keys (``KeyError``
+    names a missing one), optional ones at the constructor's default (``null`` too where
+    the table allows it), nested values read by their kind, unknown keys kept aside."""
+    defaults = {f.name: f.default for f in dataclasses.fields(spec.cls)}
+    plan = tuple(
+        (f.key, f.attr, f.required, f.nullable, f.read, f, defaults.get(f.attr, _MISSING))
+        for f in spec.fields
+    )
+    cls, keys, store = spec.cls, spec.keys, object.__setattr__
 
-    defaults = {f.name: f.default for f in fields(spec.cls)}
-    env: dict[str, Any] = {
-        "_cls": spec.cls,
-        "_keys": spec.keys,
-        "_M": _MISSING,
-        "_set": object.__setattr__,
-    }
-    lines = ["def read(d):"]
-    args = []
-    for i, f in enumerate(spec.fields):
-        v = f"v{i}"
-        if f.read is not None:
-            env[f"_r{i}"] = f.read
-            env[f"_f{i}"] = f
-        if f.required:
-            lines.append(f"    {v} = d[{f.key!r}]")
-            if f.read is not None:
-                lines.append(f"    if {v} is not None:")
-                lines.append(f"        {v} = _r{i}(_f{i}, {v})")
-        else:
-            # Missing, or null where null is allowed: the constructor's default.
-            env[f"_d{i}"] = defaults[f.attr]
-            lines.append(f"    {v} = d.get({f.key!r}, _M)")
-            missing = f"{v} is _M or {v} is None" if f.nullable else f"{v} is _M"
-            lines.append(f"    if {missing}:")
-            lines.append(f"        {v} = _d{i}")
-            if f.read is not None:
-                lines.append(f"    elif {v} is not None:")
-                lines.append(f"        {v} = _r{i}(_f{i}, {v})")
-        args.append(f"{f.attr}={v}")
-    lines.append(f"    obj = _cls({', '.join(args)})")
-    lines.append("    if not d.keys() <= _keys:")
-    lines.append("        _set(obj, '_extra', {k: x for k, x in d.items() if k not in _keys})")
-    lines.append("    return obj")
-    return cast("Callable[[dict[str, Any]], Any]", _compile(spec, "read", lines, env))
+    def read(d: dict[str, Any]) -> Any:
+        args: dict[str, Any] = {}
+        for key, attr, required, nullable, read_kind, f, default in plan:
+            if required:
+                v = d[key]
+            else:
+                v = d.get(key, _MISSING)
+                if v is _MISSING or (nullable and v is None):
+                    if default is not _MISSING and default is not dataclasses.MISSING:
+                        args[attr] = default
+                    continue
+            if read_kind is not None and v is not None:
+                v = read_kind(f, v)
+            args[attr] = v
+        obj = cls(**args)
+        if not d.keys() <= keys:
+            store(obj, "_extra", {k: x for k, x in d.items() if k not in keys})
+        return obj
+
+    read.__qualname__ = f"{spec.cls.__qualname__}.read"
+    return read
 
 
 def read_tagged(tag_key: str, d: Any, what: str) -> Any:

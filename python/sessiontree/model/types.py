@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 from .. import _core
-from .._frozen import frozen
-from .._typing import Sequence, overload
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from datetime import datetime
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ModelRef:
     """The model in effect: ``provider`` and ``model_id``."""
 
@@ -39,7 +39,7 @@ class ModelRef:
     model_id: str
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class ContextState:
     """Thinking level, model and active tools derived from a path of entries."""
 
@@ -142,7 +142,7 @@ class MessageSequence(Sequence["AgentMessage"]):
         return f"MessageSequence([{shown}{more}])"
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SessionContext:
     """What goes to the model: the messages plus thinking level, model and active tools."""
 
@@ -160,7 +160,7 @@ class SessionContext:
         )
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SessionStats:
     """Whole-session counts and usage sums (every branch).
 
@@ -181,7 +181,7 @@ class SessionStats:
     cost_total: float = 0.0
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LoadIssue:
     """One problem the lenient reader found and skipped.
 
@@ -204,7 +204,7 @@ MAX_REPORTED_ISSUES: Final[int] = _core.MAX_REPORTED_ISSUES
 them by kind, so a file of millions of bad lines costs no memory for its problems."""
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class LoadReport:
     """What opening a file found: the issues, and the size of a torn last line.
 
@@ -308,7 +308,7 @@ class TreeNode:
         )
 
 
-@frozen
+@dataclass(frozen=True, slots=True)
 class SessionMetadata:
     """What a repository's ``list`` knows of one session without opening it.
 

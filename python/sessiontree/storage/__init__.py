@@ -10,18 +10,10 @@ share), :mod:`.memory` and :mod:`.jsonl`.
 
 from __future__ import annotations
 
-from .._typing import literal_aliases
-from .base import DURABILITY_MODES, SessionStorage
+from .base import DURABILITY_MODES, Durability, SessionStorage
 from .engine import Limits
 from .jsonl import JsonlSessionStorage
 from .memory import InMemorySessionStorage
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .base import Durability
-else:
-    # Made on first use (`typing` is not imported by `import sessiontree`).
-    __getattr__ = literal_aliases(globals(), Durability="DURABILITY_MODES")
 
 __all__ = [
     "DURABILITY_MODES",

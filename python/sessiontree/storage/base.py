@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import _thread
 import abc
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from .. import _core
-from .._typing import literal_aliases
 from .._util import now_iso
 from ..errors import SessionError
 from ..model.entries import (
@@ -27,12 +27,10 @@ from ..model.entries import (
 from ..model.messages import AgentMessage, AssistantMessage
 from ..model.types import SessionStats, TreeNode
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from contextlib import AbstractContextManager
     from types import TracebackType
-    from typing import Any, Final, Literal
 
 __all__ = [
     "DURABILITY_MODES",
@@ -46,11 +44,8 @@ __all__ = [
 
 # Type checkers need ``Durability`` spelled out; tests/test_constants.py checks that it
 # equals ``DURABILITY_MODES``, which is declared once, in the Rust engine.
-if TYPE_CHECKING:
-    Durability = Literal["none", "flush", "group", "fsync"]
-else:
-    # Made on first use (`typing` is not imported by `import sessiontree`).
-    __getattr__ = literal_aliases(globals(), Durability="DURABILITY_MODES")
+Durability: TypeAlias = Literal["none", "flush", "group", "fsync"]
+"""How durable an append is when it returns (see :class:`SessionStorage`)."""
 DURABILITY_MODES: Final[tuple[str, ...]] = _core.DURABILITY_MODES
 
 
@@ -88,7 +83,8 @@ class ForkSource:
             new file's index to its storage): ``(path, header line, kept positions, their
             new parent positions, lines to append, durability=, limits=)`` -> the new
             file, written as ``write_lines`` would give it, synced and linked into place
-            (``exists`` if ``path`` exists), open for writing as a ``JsonlSessionStorage``.
+            (``exists`` if ``path`` exists), as the ``_core.Engine`` writing it (which
+            ``JsonlSessionStorage`` wraps).
     """
 
     __slots__ = (
@@ -115,7 +111,7 @@ class ForkSource:
         leaf: int | None,
         position_of: Callable[[str], int | None],
         write_lines: Callable[[Sequence[int], Sequence[int]], list[bytes]],
-        write_file: Callable[..., SessionStorage] | None = None,
+        write_file: Callable[..., Any] | None = None,
     ) -> None:
         self.size = len(parent)
         self.id_of = id_of

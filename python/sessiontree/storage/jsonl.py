@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from .. import _core
 from .._util import fspath_arg
@@ -10,7 +11,6 @@ from ..errors import SessionError
 from ..model.entries import SessionHeader
 from .engine import Limits, _check_durability, _EngineStorage, _index, _limits, _make_header
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
