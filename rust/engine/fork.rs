@@ -20,13 +20,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::engine::arena::{Kind, RefProblem, NONE};
+use crate::engine::backing::{Backing, FileBacking};
 use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 use crate::engine::json_text::push_str;
 use crate::engine::jsonl::{self, lock_writer, Durability, IssueKind, Limits};
 use crate::engine::line::{parse_entry, LineError, ParsedEntry};
-use crate::engine::open::{check_header_line, Backing, FileBacking};
+use crate::engine::open::check_header_line;
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
 use crate::engine::sys::{self, FileAt};

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::{mpsc, Condvar, Mutex};
 
 use crate::engine::arena::{Kind, RefProblem, Role};
+use crate::engine::backing::Backing;
 use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
@@ -21,7 +22,6 @@ use crate::engine::jsonl::{
 use crate::engine::line::{
     parse_entry_fast, parse_entry_serde, parse_pi_entry_fast, ParsedEntry, UsageSums,
 };
-use crate::engine::open::Backing;
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
 

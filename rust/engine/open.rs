@@ -1,5 +1,5 @@
 //! Opening a store: a memory buffer, a new file, or an existing file (lock, header, persisted
-//! index, scan, torn tail), and the backing that holds the bytes afterwards.
+//! index, scan, torn tail), into the backing (`backing.rs`) that holds the bytes afterwards.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use memchr::memchr;
 
+use crate::engine::backing::{
+    Backing, FileBacking, IndexStatus, OpenOptions, DEFAULT_INDEX_MIN_BYTES,
+};
 use crate::engine::dialect::{self, Dialect};
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
-#[cfg(feature = "test-hooks")]
-use crate::engine::hooks::Fault;
 use crate::engine::index;
 use crate::engine::jsonl::{
     self, lock_writer, open_error, open_regular, scan, scan_error, Durability, Limits,
@@ -20,124 +21,6 @@ use crate::engine::line::parse_header;
 use crate::engine::store::Store;
 use crate::engine::syncer::{self, GroupSync};
 use crate::engine::sys::{self, create_private, FileAt};
-use crate::engine::watch::ChangeWatch;
-
-pub(super) struct FileBacking {
-    pub(super) path: PathBuf,
-    pub(super) file: File,
-    pub(super) writable: bool,
-    pub(super) durability: Durability,
-    /// Bytes appended but not yet written (`none` durability).
-    pub(super) pending: Vec<u8>,
-    /// Bytes of the file that are ours (written and scanned).
-    pub(super) written_len: u64,
-    pub(super) dev_ino: (u64, u64),
-    pub(super) sync: Option<GroupSync>,
-    /// A writer's inotify watch on its file and the directories above it, which spares
-    /// the path look-up before each write while nothing changed (see `watch`).
-    pub(super) watch: Option<ChangeWatch>,
-    /// A failure to simulate on the next write or sync (tests of the error paths).
-    #[cfg(feature = "test-hooks")]
-    pub(super) fault: Option<Fault>,
-}
-
-impl FileBacking {
-    /// The backing of `file`, open at `path` (`meta` its metadata), whose first
-    /// `written_len` bytes are the store's; a writer's gets its change watch.
-    pub(super) fn new(
-        path: &Path,
-        file: File,
-        writable: bool,
-        durability: Durability,
-        written_len: u64,
-        meta: &std::fs::Metadata,
-        sync: Option<GroupSync>,
-    ) -> FileBacking {
-        let dev_ino = sys::file_id(meta);
-        FileBacking {
-            path: path.to_path_buf(),
-            file,
-            writable,
-            durability,
-            pending: Vec::new(),
-            written_len,
-            dev_ino,
-            sync,
-            watch: writable.then(|| ChangeWatch::new(path, dev_ino)).flatten(),
-            #[cfg(feature = "test-hooks")]
-            fault: None,
-        }
-    }
-}
-
-/// What is left of a backing after `close()`: no descriptor, no buffers.
-pub(super) struct ClosedBacking {
-    pub(super) path: Option<PathBuf>,
-    pub(super) writable: bool,
-    pub(super) len: u64,
-}
-
-pub(super) enum Backing {
-    Memory(Vec<u8>),
-    File(FileBacking),
-    Closed(ClosedBacking),
-}
-
-/// Options for opening a file.
-#[derive(Debug, Clone, Copy)]
-pub struct OpenOptions {
-    /// Open without the writer lock; never change the file.
-    pub readonly: bool,
-    /// Raise `corrupt` on any problem the lenient reader would report.
-    pub strict: bool,
-    /// The durability of appends.
-    pub durability: Durability,
-    /// Size limits.
-    pub limits: Limits,
-    /// Use and keep a persisted index (`<file>.idx`) once a file reaches this many bytes;
-    /// `None` never reads or writes one.
-    pub index_min_bytes: Option<u64>,
-}
-
-/// Files smaller than this open fast enough without a persisted index.
-pub const DEFAULT_INDEX_MIN_BYTES: u64 = 8 << 20;
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            readonly: false,
-            strict: false,
-            durability: Durability::Group,
-            limits: Limits::default(),
-            index_min_bytes: Some(DEFAULT_INDEX_MIN_BYTES),
-        }
-    }
-}
-
-/// What happened to the persisted index at open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexStatus {
-    /// Not used: disabled, a memory store, or a file below the size threshold.
-    Unused,
-    /// A valid index was loaded; only lines after it were scanned.
-    Loaded,
-    /// There was none; one was written after the scan.
-    Created,
-    /// An index was there but stale, torn or foreign: ignored, and a new one written.
-    Rebuilt,
-}
-
-impl IndexStatus {
-    /// The string used by Python's `index_status`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IndexStatus::Unused => "unused",
-            IndexStatus::Loaded => "loaded",
-            IndexStatus::Created => "created",
-            IndexStatus::Rebuilt => "rebuilt",
-        }
-    }
-}
 
 pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)

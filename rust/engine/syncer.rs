@@ -44,7 +44,7 @@ impl Syncer {
     /// This process's syncer; starts its thread if there is none yet (or none in this
     /// process, after a fork). Fails when the thread cannot be started.
     fn get() -> Result<Arc<Syncer>> {
-        let pid = crate::engine::store::current_pid();
+        let pid = crate::engine::sys::current_pid();
         let mut current = lock(&CURRENT);
         if let Some(s) = current.as_ref().filter(|s| s.pid == pid) {
             return Ok(Arc::clone(s));
@@ -212,5 +212,20 @@ impl GroupSync {
     #[cfg(feature = "test-hooks")]
     pub(super) fn inject_fault(&self, errno: i32) {
         lock(&self.member.state).fault = Some(errno);
+    }
+}
+
+impl SyncState {
+    /// The errno of an injected failure for the next background sync, which it clears.
+    #[cfg(feature = "test-hooks")]
+    pub(super) fn take_fault(&mut self) -> Option<i32> {
+        self.fault.take()
+    }
+
+    /// Never a fault without the `test-hooks` feature.
+    #[cfg(not(feature = "test-hooks"))]
+    #[inline]
+    pub(super) fn take_fault(&mut self) -> Option<i32> {
+        None
     }
 }

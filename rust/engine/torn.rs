@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::engine::backing::Backing;
 use crate::engine::error::{EngineError, Result};
 use crate::engine::jsonl::{self, IssueKind};
-use crate::engine::open::Backing;
 use crate::engine::store::Store;
 use crate::engine::sys::{create_private, FileAt};
 

@@ -5,12 +5,12 @@
 use memchr::memchr;
 
 use crate::engine::arena::{RefProblem, NONE};
+use crate::engine::backing::{Backing, FileBacking};
 use crate::engine::dialect;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
 use crate::engine::line::{parse_entry, LineError};
-use crate::engine::open::{Backing, FileBacking};
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
 use crate::engine::watch::{ChangeWatch, Quiet};

@@ -30,7 +30,8 @@ use pyo3::types::{
     PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType,
 };
 
-use super::build::{self, class_named, fields_of, slot_descriptor};
+use super::build::{self, fields_of};
+use super::slots::{class_named, slot_descriptor};
 use super::to_py_err;
 use crate::engine::arena::NONE;
 use crate::engine::json_text::{push_f64, push_i64, push_str};

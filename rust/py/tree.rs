@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple, PyType};
 
-use super::build::{setter, Alloc, Setter};
+use super::slots::{setter, Alloc, Setter};
 use crate::engine::arena::{Arena, NONE};
 
 /// How `TreeNode` instances are made: allocated, then each slot's `__set__`.

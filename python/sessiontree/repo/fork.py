@@ -259,9 +259,10 @@ def fork_file(
     source, plan, header = _prepare(storage, new_id, entry_id, position, parent_session)
     extras = [entry_to_json(e) for e in plan.extras]
     if source.write_file is not None:
-        return source.write_file(
+        engine = source.write_file(
             path, header, plan.kept, plan.new_parent, extras, durability=durability, limits=limits
         )
+        return JsonlSessionStorage(engine, durability)
     doc = b"\n".join([header, *source.write_lines(plan.kept, plan.new_parent), *extras, b""])
     _write_atomically(path, doc, sync=True, replace=False)
     return JsonlSessionStorage.open(path, durability=durability, limits=limits)
