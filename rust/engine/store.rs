@@ -277,8 +277,13 @@ impl Store {
                 at += 1;
                 continue;
             }
-            buf.resize((end - start) as usize, 0);
-            if let Err(e) = b.file.read_exact_at(&mut buf, start) {
+            let span = (end - start) as usize;
+            // Grown (and zeroed) once, to the largest run; later runs reuse it as it is.
+            if buf.len() < span {
+                buf.resize(span, 0);
+            }
+            let buf = &mut buf[..span];
+            if let Err(e) = b.file.read_exact_at(buf, start) {
                 if e.kind() != std::io::ErrorKind::UnexpectedEof {
                     return Err(EngineError::io(format!("reading {}", b.path.display()), &e).into());
                 }
@@ -419,7 +424,7 @@ impl Store {
 /// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
 /// for an id the line spells with escapes, the line parses to that id.
 /// The most bytes [`Store::for_each_line`] reads at once.
-const RUN_BYTES: u64 = 4 << 20;
+const RUN_BYTES: u64 = 1 << 20;
 /// The largest gap between two lines that [`Store::for_each_line`] reads through.
 const RUN_GAP: u64 = 16 << 10;
 
