@@ -133,6 +133,8 @@ impl<'a> RawEntry<'a> {
 }
 
 /// What a captured line is: its fields, or a pi line only the full translation reads.
+// One per line, consumed at once: boxing the entry would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Captured<'a> {
     /// The line's fields.
     Entry(RawEntry<'a>),

@@ -31,10 +31,10 @@ pub use crate::engine::dialect_detect::{detect, is_pi_line};
 pub use crate::engine::dialect_names::{
     camel, pi_key, Dialect, LEAF_MARKER, MIXED_IN_NATIVE, MIXED_IN_PI,
 };
+use crate::engine::dialect_translate::v1_id;
 pub use crate::engine::dialect_translate::{
     entry_to_native, entry_to_pi, header_to_native, header_to_pi, header_to_pi_new,
 };
-use crate::engine::dialect_translate::v1_id;
 use crate::engine::types::LineError;
 
 /// Translates a session document (header first, one entry per line) into dialect `to`
@@ -176,4 +176,3 @@ mod tests {
         );
     }
 }
-

@@ -171,6 +171,9 @@ pub(crate) enum PiValue {
     Translate,
 }
 
+/// pi's spellings of some values of a key: (pi's, ours quoted or `None`).
+type Spellings = Vec<(String, Option<String>)>;
+
 /// The reader's table, made once from the model.
 struct PiNames {
     /// pi key → ours, for every key pi spells otherwise.
@@ -179,7 +182,7 @@ struct PiNames {
     all_capitalised: bool,
     /// For each of our keys whose values pi spells its own way: (pi's spelling, ours quoted
     /// or `None` for [`PiValue::Translate`]).
-    values: Vec<(&'static str, Vec<(String, Option<String>)>)>,
+    values: Vec<(&'static str, Spellings)>,
 }
 
 fn pi_names() -> &'static PiNames {
@@ -195,7 +198,7 @@ fn pi_names() -> &'static PiNames {
             }
         }
         let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
-        let tags = |defs: &[&'static TypeDef]| -> Vec<(String, Option<String>)> {
+        let tags = |defs: &[&'static TypeDef]| -> Spellings {
             defs.iter()
                 .filter_map(|d| d.tag_value())
                 .filter(|t| camel(t) != *t)
@@ -217,7 +220,9 @@ fn pi_names() -> &'static PiNames {
             ("stop_reason", reasons),
             ("custom_type", vec![(LEAF_MARKER.to_owned(), None)]),
         ];
-        let all_capitalised = keys.keys().all(|k| k.bytes().any(|b| b.is_ascii_uppercase()));
+        let all_capitalised = keys
+            .keys()
+            .all(|k| k.bytes().any(|b| b.is_ascii_uppercase()));
         PiNames {
             keys,
             all_capitalised,

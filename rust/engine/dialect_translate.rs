@@ -212,7 +212,6 @@ fn is_array(raw: &str) -> bool {
 
 // ------------------------------------------------------------------ the translation
 
-
 /// The field of `def` whose key is `key` in dialect `dir` comes from, and its key in the
 /// other.
 fn map_key(
@@ -352,7 +351,6 @@ fn convert_tagged<'a>(
     }
     convert_object(obj, &[def], dir)
 }
-
 
 fn convert_message(mut obj: RawObj<'_>, dir: Dir) -> Result<RawObj<'_>, LineError> {
     // v2's `hookMessage` is v3's `custom` (pi's own migration).

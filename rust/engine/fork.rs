@@ -27,11 +27,11 @@ use crate::engine::hooks;
 use crate::engine::json_text::push_str;
 use crate::engine::jsonl::{self, lock_writer, Durability, IssueKind, Limits};
 use crate::engine::line::parse_entry;
-use crate::engine::types::{LineError, ParsedEntry, ReadLimits};
 use crate::engine::open::check_header_line;
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{LineError, ParsedEntry, ReadLimits};
 
 /// How the forked store is opened.
 #[derive(Debug, Clone, Copy)]

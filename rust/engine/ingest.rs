@@ -20,9 +20,9 @@ use crate::engine::jsonl::{
     scan_error, scan_into, BatchLine, IssueKind, Limits, Line, LoadIssue, ScanEnd, ScanSpan,
 };
 use crate::engine::line::read_entry;
-use crate::engine::types::{ParsedEntry, Refusal, UsageSums};
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{ParsedEntry, Refusal, UsageSums};
 
 impl Store {
     /// Scans lines after the known part; returns the number of torn-tail bytes.

@@ -67,7 +67,9 @@ pub(crate) fn parse_usage(part: Option<&Part<'_>>) -> Option<UsageSums> {
         return None;
     };
     let number = |p: &Part<'_>| -> Option<f64> {
-        let raw = p.raw().filter(|_| matches!(p.json(), Json::Int | Json::Float))?;
+        let raw = p
+            .raw()
+            .filter(|_| matches!(p.json(), Json::Int | Json::Float))?;
         raw.parse::<f64>().ok().filter(|v| v.is_finite())
     };
     let mut tokens = [0u64; 5];
@@ -152,7 +154,10 @@ pub fn read_entry<'a>(
 }
 
 /// Checks a captured line and keeps what the engine needs.
-pub(crate) fn check_entry(raw: RawEntry<'_>, max_id_bytes: usize) -> Result<ParsedEntry<'_>, LineError> {
+pub(crate) fn check_entry(
+    raw: RawEntry<'_>,
+    max_id_bytes: usize,
+) -> Result<ParsedEntry<'_>, LineError> {
     let kind = Kind::from_type(&raw.kind);
     if kind == Kind::Header {
         return line_err("a second session header");
@@ -260,14 +265,22 @@ pub fn parse_header(line: &str) -> Result<String, LineError> {
     if id.is_empty() {
         return line_err("session header has an empty `id`");
     }
-    let timestamp = req_str(raw.timestamp.map(|r| Part::Raw(r.get())).as_ref(), "timestamp").map_err(in_header)?;
+    let timestamp = req_str(
+        raw.timestamp.map(|r| Part::Raw(r.get())).as_ref(),
+        "timestamp",
+    )
+    .map_err(in_header)?;
     if let Err(why) = check_timestamp(&timestamp) {
         return line_err(format!(
             "session header: `timestamp` {timestamp:?} is not an ISO-8601 time ({why})"
         ));
     }
     req_str(raw.cwd.map(|r| Part::Raw(r.get())).as_ref(), "cwd").map_err(in_header)?;
-    opt_str(raw.parent_session.map(|r| Part::Raw(r.get())).as_ref(), "parent_session").map_err(in_header)?;
+    opt_str(
+        raw.parent_session.map(|r| Part::Raw(r.get())).as_ref(),
+        "parent_session",
+    )
+    .map_err(in_header)?;
     if let Some(m) = raw.metadata {
         if m.get() != "null" && !m.get().starts_with('{') {
             return line_err("session header: `metadata` must be an object or null");

@@ -18,10 +18,10 @@ use crate::engine::jsonl::{
     self, lock_writer, open_error, open_regular, scan, scan_error, Durability, Limits,
 };
 use crate::engine::line::parse_header;
-use crate::engine::types::{nests_deeper, LineError};
 use crate::engine::store::Store;
 use crate::engine::syncer::{self, GroupSync};
 use crate::engine::sys::{self, create_private, FileAt};
+use crate::engine::types::{nests_deeper, LineError};
 
 pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)

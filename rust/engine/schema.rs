@@ -149,7 +149,11 @@ fn check_kind(
 }
 
 /// The inside of a field whose kind was checked by [`check_object`].
-fn check_contents(what: &dyn fmt::Display, field: &FieldDef, value: &Part<'_>) -> Result<(), String> {
+fn check_contents(
+    what: &dyn fmt::Display,
+    field: &FieldDef,
+    value: &Part<'_>,
+) -> Result<(), String> {
     if value.json() == Json::Null {
         return Ok(());
     }
@@ -176,19 +180,17 @@ fn check_contents(what: &dyn fmt::Display, field: &FieldDef, value: &Part<'_>) -
             Some(v) if set.contains(&&*v) => Ok(()),
             _ => Err(format!("{what}: `{key}` must be one of {}", set.join(", "))),
         },
-        (FieldKind::StrList, Part::Raw(raw)) => {
-            match serde_json::from_str::<Vec<&RawValue>>(raw) {
-                Ok(items) if items.iter().all(|i| kind_of(i.get()) == Json::Str) => Ok(()),
-                _ => Err(format!("`{key}` must be an array of strings")),
-            }
-        }
+        (FieldKind::StrList, Part::Raw(raw)) => match serde_json::from_str::<Vec<&RawValue>>(raw) {
+            Ok(items) if items.iter().all(|i| kind_of(i.get()) == Json::Str) => Ok(()),
+            _ => Err(format!("`{key}` must be an array of strings")),
+        },
         (FieldKind::Nested(def), Part::Object(fields)) => {
             check_object(&format_args!("{what}.{key}"), def, |n| get(fields, n))
         }
         (FieldKind::Nested(_), _) => Err(format!("{what}: `{key}` must be an object")),
-        (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Part::Array(blocks)) => blocks
-            .iter()
-            .try_for_each(|b| check_block(what, b, tags)),
+        (FieldKind::Blocks(tags) | FieldKind::StrOrBlocks(tags), Part::Array(blocks)) => {
+            blocks.iter().try_for_each(|b| check_block(what, b, tags))
+        }
         (FieldKind::Message, Part::Object(m)) => check_message(m),
         (FieldKind::Message, _) => Err(format!("{what}: `{key}` must be an object")),
         (FieldKind::Messages, Part::Array(items)) => items.iter().try_for_each(|item| match item {
@@ -217,7 +219,9 @@ fn check_block(what: &dyn fmt::Display, block: &Part<'_>, tags: &[&str]) -> Resu
     let Some(def) = model::block(&kind) else {
         return Ok(());
     };
-    check_object(&format_args!("{what} {kind} block"), def, |n| get(fields, n))
+    check_object(&format_args!("{what} {kind} block"), def, |n| {
+        get(fields, n)
+    })
 }
 
 /// Checks a message object (its captured fields) of a known role (unknown roles are kept

@@ -434,7 +434,9 @@ fn line_has_id(line: &[u8], id: &str) -> bool {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     std::str::from_utf8(text)
         .ok()
-        .and_then(|t| crate::engine::line::parse_entry(t, crate::engine::types::ReadLimits::NONE).ok())
+        .and_then(|t| {
+            crate::engine::line::parse_entry(t, crate::engine::types::ReadLimits::NONE).ok()
+        })
         .is_some_and(|p| p.id == id)
 }
 

@@ -11,9 +11,9 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
 use crate::engine::line::parse_entry;
-use crate::engine::types::{LineError, Refusal};
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{LineError, Refusal};
 use crate::engine::watch::{ChangeWatch, Quiet};
 
 /// `none` durability writes its buffer out once it holds this much.

@@ -122,4 +122,3 @@ fn mutated_pi_lines_read_through_the_names_only_as_their_translation_reads() {
     }
     assert!(read > 1000 && tried > 5000, "{read} of {tried}");
 }
-

@@ -9,8 +9,6 @@ fn lim(max_id_bytes: usize) -> ReadLimits {
     }
 }
 
-use super::*;
-
 #[test]
 fn header_timestamps_are_checked_as_python_reads_them() {
     for ok in [
@@ -68,9 +66,11 @@ fn headers_are_checked_field_by_field() {
     ] {
         assert!(parse_header(&bad).is_err(), "{bad}");
     }
-    let bad_time =
-        r#"{"type":"session","version":3,"id":"s","timestamp":"not a time","cwd":"/"}"#;
-    assert!(parse_header(bad_time).unwrap_err().message.contains("ISO-8601"));
+    let bad_time = r#"{"type":"session","version":3,"id":"s","timestamp":"not a time","cwd":"/"}"#;
+    assert!(parse_header(bad_time)
+        .unwrap_err()
+        .message
+        .contains("ISO-8601"));
 }
 
 #[test]
@@ -211,7 +211,10 @@ fn the_depth_limit_counts_every_level_once() {
     }
     let data = r#"{"type":"custom","id":"a","parent_id":null,"timestamp":"t","custom_type":"c","data":{"a":[{"b":[1]}]}}"#;
     assert!(parse_entry(data, at(5)).is_ok());
-    assert_eq!(parse_entry(data, at(4)).unwrap_err().refusal, Refusal::TooDeep);
+    assert_eq!(
+        parse_entry(data, at(4)).unwrap_err().refusal,
+        Refusal::TooDeep
+    );
 }
 
 #[test]
@@ -219,7 +222,11 @@ fn json_errors_carry_their_column_and_the_caller_places_the_line() {
     let line = r#"{"type":"custom","id":"a","parent_id":null,"timestamp":"t",}"#;
     let e = parse_entry(line, lim(256)).unwrap_err();
     assert_eq!(e.refusal, Refusal::Malformed);
-    assert!(e.message.starts_with("invalid JSON entry: "), "{}", e.message);
+    assert!(
+        e.message.starts_with("invalid JSON entry: "),
+        "{}",
+        e.message
+    );
     assert!(!e.message.contains("line 1"), "{}", e.message);
     assert_eq!(e.column, Some(line.len()));
     let placed = e.at(7, 1234);
@@ -234,7 +241,8 @@ fn json_errors_carry_their_column_and_the_caller_places_the_line() {
     assert!(e.message.contains("duplicate field `id`"), "{}", e.message);
     assert!(e.column.is_some());
     // The model's checks have no column: they are about a field, not a place.
-    let bad = r#"{"type":"label","id":"a","parent_id":null,"timestamp":"t","target_id":"x","label":3}"#;
+    let bad =
+        r#"{"type":"label","id":"a","parent_id":null,"timestamp":"t","target_id":"x","label":3}"#;
     assert_eq!(parse_entry(bad, lim(256)).unwrap_err().column, None);
 }
 
@@ -466,7 +474,11 @@ fn errors_name_the_type_and_the_path() {
     ];
     for (fields, want) in cases {
         let line = format!("{{{fields},{base}}}");
-        assert_eq!(parse_entry(&line, lim(256)).unwrap_err().message, want, "{line}");
+        assert_eq!(
+            parse_entry(&line, lim(256)).unwrap_err().message,
+            want,
+            "{line}"
+        );
     }
 }
 
@@ -486,8 +498,6 @@ fn header_rules() {
             .contains("newer")
     );
     assert!(parse_header(r#"{"type":"session","id":"s","timestamp":"t"}"#).is_err());
-    assert!(
-        parse_header(r#"{"type":"message","version":3,"id":"s","timestamp":"t"}"#).is_err()
-    );
+    assert!(parse_header(r#"{"type":"message","version":3,"id":"s","timestamp":"t"}"#).is_err());
     assert!(parse_header("garbage").is_err());
 }
