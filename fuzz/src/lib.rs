@@ -5,10 +5,10 @@
 //! was handled (accepted, reported or refused with an error). A panic, abort, hang or stack
 //! overflow is a finding.
 
+use _core::engine::dialect::{entry_to_native, Dialect};
 use _core::engine::jsonl::DEFAULT_MAX_DEPTH;
-use _core::engine::line::{
-    parse_entry, parse_entry_fast, parse_entry_serde, parse_header, MAX_ID_BYTES,
-};
+use _core::engine::line::{parse_entry, parse_header, read_entry, MAX_ID_BYTES};
+use _core::engine::types::{ReadLimits, Refusal};
 use _core::engine::{ErrorCode, Limits, Store};
 
 /// The JSON nesting depth of `text`, ignoring brackets inside strings.
@@ -40,24 +40,30 @@ pub fn json_depth(text: &[u8]) -> usize {
 /// A valid header line, used to wrap single lines into a document.
 pub const HEADER: &str = r#"{"type":"session","version":3,"id":"fuzz","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/","parent_session":null,"metadata":null}"#;
 
-/// The line parser: never panics; an accepted entry has a valid id and is not a header;
-/// the loader accepts exactly the lines the parser accepts.
+/// The line reader: never panics; an accepted entry has a valid id and is not a header;
+/// its depth limit is the whole line's nesting; a pi line read through pi's names reads
+/// as its translation does; the loader accepts exactly the lines the reader accepts.
 pub fn check_line(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         check_line_in_document(data, false);
         return;
     };
     let _ = parse_header(text);
-    // Where the fast path takes a line, it says exactly what serde says.
-    if let Some(fast) = parse_entry_fast(text, MAX_ID_BYTES, DEFAULT_MAX_DEPTH) {
-        let serde = parse_entry_serde(text, MAX_ID_BYTES);
-        assert_eq!(
-            format!("{fast:?}"),
-            format!("{serde:?}"),
-            "the fast path and serde disagree"
-        );
+    check_pi_line(text);
+    let parsed = parse_entry(text, ReadLimits::default());
+    // The reader checks depth on the parts it visits and on the raw values it skips: the
+    // limit it enforces is the whole line's nesting.
+    match &parsed {
+        Err(e) if e.refusal == Refusal::TooDeep => assert!(
+            json_depth(data) > DEFAULT_MAX_DEPTH,
+            "refused as too deep a line within the limit"
+        ),
+        _ => assert!(
+            json_depth(data) <= DEFAULT_MAX_DEPTH || parsed.is_err(),
+            "accepted a line deeper than the limit"
+        ),
     }
-    let parsed_ok = match parse_entry(text, MAX_ID_BYTES) {
+    let parsed_ok = match parsed {
         Ok(e) => {
             assert!(!e.id.is_empty(), "accepted an empty id");
             assert!(
@@ -73,11 +79,30 @@ pub fn check_line(data: &[u8]) {
             true
         }
         Err(e) => {
-            assert!(!e.0.is_empty(), "an empty error message");
+            assert!(!e.message.is_empty(), "an empty error message");
             false
         }
     };
     check_line_in_document(data, parsed_ok);
+}
+
+/// A line read as a v3 pi line (through pi's names, or translated) reads as its translation
+/// read as ours: the same entry, or a refusal.
+fn check_pi_line(text: &str) {
+    let limits = ReadLimits::default();
+    let read = read_entry(text, Dialect::Pi(3), None, limits).map(|e| format!("{e:?}"));
+    let translated = entry_to_native(text, Dialect::Pi(3), None)
+        .and_then(|native| parse_entry(&native, limits).map(|e| format!("{e:?}")));
+    match (&read, &translated) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "pi's names and the translation disagree"),
+        (Err(e), Ok(_)) => assert_eq!(
+            e.refusal,
+            Refusal::TooDeep,
+            "refused a pi line its translation reads"
+        ),
+        (Ok(_), Err(_)) => panic!("read a pi line its translation refuses"),
+        (Err(_), Err(_)) => {}
+    }
 }
 
 /// Wraps one line in a document and checks the loader agrees with the parser about it.
@@ -95,8 +120,7 @@ fn check_line_in_document(line: &[u8], parsed_ok: bool) {
         .expect("a document with a valid header must load leniently");
     let n = store.arena().len();
     let issues = store.report().issues.len();
-    // The parser leaves nesting to the loader's depth limit.
-    if parsed_ok && json_depth(line) <= DEFAULT_MAX_DEPTH {
+    if parsed_ok {
         // Reference problems (dangling parent, unknown leaf target) are reported but kept.
         assert_eq!(n, 1, "the loader dropped a line the parser accepted");
     } else {

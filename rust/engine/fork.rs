@@ -26,11 +26,12 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::hooks;
 use crate::engine::json_text::push_str;
 use crate::engine::jsonl::{self, lock_writer, Durability, IssueKind, Limits};
-use crate::engine::line::{parse_entry, LineError, ParsedEntry};
+use crate::engine::line::parse_entry;
 use crate::engine::open::check_header_line;
 use crate::engine::store::Store;
 use crate::engine::syncer::GroupSync;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{LineError, ParsedEntry, ReadLimits};
 
 /// How the forked store is opened.
 #[derive(Debug, Clone, Copy)]
@@ -75,7 +76,7 @@ impl Store {
         let header = if dialect.is_pi() {
             let text = std::str::from_utf8(header).unwrap_or_default();
             pi_header = dialect::header_to_pi(text)
-                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.to_string()))?;
             pi_header.as_bytes()
         } else {
             header
@@ -308,7 +309,7 @@ impl Copy<'_> {
                     _ => read,
                 };
                 let text = std::str::from_utf8(&read).map_err(|_| changed(src))?;
-                parse_entry(text, usize::MAX)
+                parse_entry(text, ReadLimits::NONE)
                     .map_err(|_| changed(src))?
                     .into_owned()
             } else {
@@ -353,14 +354,14 @@ impl Copy<'_> {
                     "an appended entry is not one line",
                 );
             }
-            let bad = |e: LineError| EngineError::new(ErrorCode::InvalidArgument, e.0);
-            let mut parsed = parse_entry(text, limits.max_id_bytes).map_err(bad)?;
+            let bad = |e: LineError| EngineError::new(ErrorCode::InvalidArgument, e.to_string());
+            let mut parsed = parse_entry(text, limits.read()).map_err(bad)?;
             let pi_line;
             let extra: &[u8] = if src.dialect.is_pi() {
                 pi_line = dialect::entry_to_pi(text).map_err(bad)?;
                 let native =
                     dialect::entry_to_native(&pi_line, Dialect::Pi(3), None).map_err(bad)?;
-                parsed = parse_entry(&native, limits.max_id_bytes)
+                parsed = parse_entry(&native, limits.read())
                     .map_err(bad)?
                     .into_owned();
                 pi_line.as_bytes()
@@ -519,7 +520,7 @@ fn to_dialect(dialect: Dialect, line: Vec<u8>) -> Result<Vec<u8>> {
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "entry line is not UTF-8"))?;
     dialect::entry_to_pi(text)
         .map(String::into_bytes)
-        .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+        .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.to_string()))
 }
 
 fn replace_parent(line: &[u8], parent_id: Option<&str>) -> Result<Vec<u8>> {

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use crate::engine::arena::{Arena, Kind, Node, Role, Stats, StrRef, NONE};
-use crate::engine::line::UsageSums;
+use crate::engine::types::UsageSums;
 
 /// Little-endian reader over an index file's bytes; every read is bounds-checked.
 pub(crate) struct Cursor<'a> {

@@ -19,11 +19,10 @@ use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::jsonl::{
     scan_error, scan_into, BatchLine, IssueKind, Limits, Line, LoadIssue, ScanEnd, ScanSpan,
 };
-use crate::engine::line::{
-    parse_entry_fast, parse_entry_serde, parse_pi_entry_fast, ParsedEntry, UsageSums,
-};
+use crate::engine::line::read_entry;
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{ParsedEntry, Refusal, UsageSums};
 
 impl Store {
     /// Scans lines after the known part; returns the number of torn-tail bytes.
@@ -416,64 +415,14 @@ fn pre_parse<'a>(line: &Line<'a>, limits: &Limits, dialect: Dialect, line_no: u6
         return Pre::Issue(IssueKind::InvalidUtf8, "line is not valid UTF-8".into());
     };
     let len = trimmed.len() as u32;
-    if dialect.is_pi() {
-        // Most pi lines are read in place, their keys looked up in the model's pi names;
-        // the rest are translated into ours first (`dialect.rs`), then read as ours: in one
-        // renaming pass, or (any the pass leaves unreadable) in full. The fast paths bound
-        // the depth themselves; the depth check comes before the others.
-        if dialect != Dialect::Pi(1) {
-            if let Some(Ok(p)) = parse_pi_entry_fast(text, limits.max_id_bytes, limits.max_depth) {
-                return Pre::Entry(p, len);
-            }
-        }
-        let native = (dialect != Dialect::Pi(1))
-            .then(|| dialect::scan_to_native(text))
-            .flatten();
-        if let Some(native) = &native {
-            if let Some(Ok(p)) = parse_entry_fast(native, limits.max_id_bytes, limits.max_depth) {
-                return Pre::Entry(p.into_owned(), len);
-            }
-        }
-        if limits.depth_exceeded(trimmed) {
-            let max = limits.max_depth;
-            return Pre::Issue(
-                IssueKind::TooLarge,
-                format!("JSON nested deeper than the limit of {max}"),
-            );
-        }
-        if let Some(native) = &native {
-            if let Ok(p) = parse_entry_serde(native, limits.max_id_bytes) {
-                return Pre::Entry(p.into_owned(), len);
-            }
-        }
-        let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));
-        return match dialect::entry_to_native(text, dialect, v1).and_then(|native| {
-            parse_entry_fast(&native, limits.max_id_bytes, limits.max_depth)
-                .unwrap_or_else(|| parse_entry_serde(&native, limits.max_id_bytes))
-                .map(ParsedEntry::into_owned)
-        }) {
-            Ok(p) => Pre::Entry(p, len),
-            Err(e) => Pre::Issue(IssueKind::Malformed, e.0),
-        };
-    }
-    // Most lines take the fast path, which also bounds their depth; the rest go through
-    // the depth check and serde, which word the load report's messages.
-    if let Some(result) = parse_entry_fast(text, limits.max_id_bytes, limits.max_depth) {
-        return match result {
-            Ok(p) => Pre::Entry(p, len),
-            Err(e) => Pre::Issue(IssueKind::Malformed, native_issue(text, e.0)),
-        };
-    }
-    if limits.depth_exceeded(trimmed) {
-        let max = limits.max_depth;
-        return Pre::Issue(
-            IssueKind::TooLarge,
-            format!("JSON nested deeper than the limit of {max}"),
-        );
-    }
-    match parse_entry_serde(text, limits.max_id_bytes) {
+    // One reader for both dialects (`line::read_entry`): a pi line's keys are read through
+    // pi's names, a few lines are translated first.
+    let v1 = (dialect == Dialect::Pi(1)).then(|| (line_no.saturating_sub(1), None));
+    match read_entry(text, dialect, v1, limits.read()) {
         Ok(p) => Pre::Entry(p, len),
-        Err(e) => Pre::Issue(IssueKind::Malformed, native_issue(text, e.0)),
+        Err(e) if e.refusal == Refusal::TooDeep => Pre::Issue(IssueKind::TooLarge, e.message),
+        Err(e) if dialect.is_pi() => Pre::Issue(IssueKind::Malformed, e.detail()),
+        Err(e) => Pre::Issue(IssueKind::Malformed, native_issue(text, e.detail())),
     }
 }
 

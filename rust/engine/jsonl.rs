@@ -11,6 +11,7 @@ use memchr::memchr;
 use crate::engine::error::{EngineError, ErrorCode, Result};
 use crate::engine::names::{lookup, names};
 use crate::engine::sys;
+use crate::engine::types::ReadLimits;
 
 /// How far an append is pushed towards the disk before it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,52 +67,25 @@ pub struct Limits {
 /// The default line limit: 256 MiB, far above any real entry.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 256 << 20;
 
-/// The default nesting limit: far above real entries (about 10 levels), far below the
-/// depth at which Python's `json` raises `RecursionError`.
-pub const DEFAULT_MAX_DEPTH: usize = 128;
+pub use crate::engine::types::DEFAULT_MAX_DEPTH;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_depth: DEFAULT_MAX_DEPTH,
-            max_id_bytes: crate::engine::line::MAX_ID_BYTES,
+            max_id_bytes: crate::engine::types::MAX_ID_BYTES,
         }
     }
 }
 
 impl Limits {
-    /// True when a JSON text nests deeper than `max_depth` (brackets in strings ignored).
-    pub fn depth_exceeded(&self, line: &[u8]) -> bool {
-        // Depth never exceeds the number of openers, and counting them is a fast SIMD pass,
-        // so real lines never pay for the exact scan below.
-        if memchr::memchr2_iter(b'{', b'[', line).count() <= self.max_depth {
-            return false;
+    /// The limits a line is read under.
+    pub fn read(&self) -> ReadLimits {
+        ReadLimits {
+            max_id_bytes: self.max_id_bytes,
+            max_depth: self.max_depth,
         }
-        let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-        for &b in line {
-            if in_str {
-                match b {
-                    _ if escaped => escaped = false,
-                    b'\\' => escaped = true,
-                    b'"' => in_str = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_str = true,
-                b'{' | b'[' => {
-                    depth += 1;
-                    if depth > self.max_depth {
-                        return true;
-                    }
-                }
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-        }
-        false
     }
 }
 
@@ -549,18 +523,6 @@ mod tests {
         let (lines, end) = lines_of(data.as_bytes(), 1000);
         assert_eq!(lines.len(), 1);
         assert_eq!(end.good_len, 2);
-    }
-
-    #[test]
-    fn depth_limit_ignores_brackets_in_strings() {
-        let limits = Limits {
-            max_depth: 3,
-            ..Limits::default()
-        };
-        assert!(!limits.depth_exceeded(br#"{"a":[{"b":"[[[[[[{{{{"}]}"#));
-        assert!(limits.depth_exceeded(br#"{"a":[{"b":[1]}]}"#));
-        assert!(Limits::default().depth_exceeded(&[b'['; 1000]));
-        assert!(!Limits::default().depth_exceeded(&[b'['; 100]));
     }
 
     #[test]

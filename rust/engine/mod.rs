@@ -2,9 +2,12 @@
 
 pub mod arena;
 mod backing;
+mod capture;
 pub mod dialect;
+mod dialect_detect;
+mod dialect_names;
+mod dialect_translate;
 pub mod error;
-mod fastline;
 mod fork;
 mod hooks;
 pub mod index;
@@ -21,6 +24,7 @@ pub mod store;
 mod syncer;
 pub mod sys;
 mod torn;
+pub mod types;
 mod watch;
 mod writer;
 

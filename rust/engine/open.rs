@@ -21,11 +21,14 @@ use crate::engine::line::parse_header;
 use crate::engine::store::Store;
 use crate::engine::syncer::{self, GroupSync};
 use crate::engine::sys::{self, create_private, FileAt};
+use crate::engine::types::{nests_deeper, LineError};
 
 pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
-    if limits.depth_exceeded(line) {
+    // The header is read once per file: the one line whose whole text is looked at for
+    // its depth (its `metadata` is free-form).
+    if nests_deeper(line, limits.max_depth) {
         return err(
             ErrorCode::Corrupt,
             format!(
@@ -34,7 +37,8 @@ pub(super) fn check_header_line(line: &[u8], limits: &Limits) -> Result<String> 
             ),
         );
     }
-    parse_header(text.trim_end_matches('\r')).map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+    parse_header(text.trim_end_matches('\r'))
+        .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.to_string()))
 }
 
 /// How much after the header is read to tell the dialect, at most.
@@ -51,13 +55,13 @@ pub(super) fn check_header_and_dialect(
 ) -> Result<(String, Dialect)> {
     let text = std::str::from_utf8(header)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "session header is not UTF-8"))?;
-    let corrupt = |e: crate::engine::line::LineError| EngineError::new(ErrorCode::Corrupt, e.0);
+    let corrupt = |e: LineError| EngineError::new(ErrorCode::Corrupt, e.to_string());
     let end = memchr::memrchr(b'\n', after).map_or(0, |i| i + 1);
     let lines = after[..end]
         .split(|&b| b == b'\n')
         .filter_map(|l| std::str::from_utf8(l).ok())
         .take(DIALECT_PEEK_LINES);
-    let found = if limits.depth_exceeded(header) {
+    let found = if nests_deeper(header, limits.max_depth) {
         Dialect::Native
     } else {
         dialect::detect(text.trim_end_matches('\r'), lines).map_err(corrupt)?
@@ -144,7 +148,7 @@ impl Store {
         let header = if dialect.is_pi() {
             let text = std::str::from_utf8(header).unwrap_or_default();
             pi_header = dialect::header_to_pi_new(text)
-                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.0))?;
+                .map_err(|e| EngineError::new(ErrorCode::InvalidArgument, e.to_string()))?;
             pi_header.as_bytes()
         } else {
             header

@@ -132,7 +132,7 @@ impl Store {
         let text = std::str::from_utf8(&self.header).unwrap_or_default();
         dialect::header_to_native(text)
             .map(String::into_bytes)
-            .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.0))
+            .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.to_string()))
     }
 
     /// The dialect the file is written in.
@@ -226,7 +226,7 @@ impl Store {
         let v1 = (self.dialect == Dialect::Pi(1)).then(|| (node.line_no - 1, parent));
         dialect::entry_to_native(text, self.dialect, v1)
             .map(String::into_bytes)
-            .map_err(|e| changed(&e.0))
+            .map_err(|e| changed(&e.to_string()))
     }
 
     /// Calls `f(idx, line)` for every entry of `idxs`, in order, with its line in the
@@ -439,7 +439,9 @@ fn line_has_id(line: &[u8], id: &str) -> bool {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     std::str::from_utf8(text)
         .ok()
-        .and_then(|t| crate::engine::line::parse_entry(t, usize::MAX).ok())
+        .and_then(|t| {
+            crate::engine::line::parse_entry(t, crate::engine::types::ReadLimits::NONE).ok()
+        })
         .is_some_and(|p| p.id == id)
 }
 

@@ -10,9 +10,10 @@ use crate::engine::dialect;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
 use crate::engine::json_text::iso_now;
 use crate::engine::jsonl::Durability;
-use crate::engine::line::{parse_entry, LineError};
+use crate::engine::line::parse_entry;
 use crate::engine::store::Store;
 use crate::engine::sys::{self, FileAt};
+use crate::engine::types::{LineError, Refusal};
 use crate::engine::watch::{ChangeWatch, Quiet};
 
 /// `none` durability writes its buffer out once it holds this much.
@@ -88,26 +89,18 @@ impl Store {
                 "an entry line must not contain a newline",
             );
         }
-        if self.limits.depth_exceeded(line) {
-            return err(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "entry nests deeper than the limit of {}",
-                    self.limits.max_depth
-                ),
-            );
-        }
         let text = simdutf8::basic::from_utf8(line)
             .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
-        let bad_line = |e: LineError| {
-            let code = if e.0.contains("over the limit") {
-                ErrorCode::LimitExceeded
-            } else {
-                ErrorCode::InvalidArgument
-            };
-            EngineError::new(code, e.0)
+        let max_depth = self.limits.max_depth;
+        let bad_line = |e: LineError| match e.refusal {
+            Refusal::TooDeep => EngineError::new(
+                ErrorCode::LimitExceeded,
+                format!("entry nests deeper than the limit of {max_depth}"),
+            ),
+            Refusal::IdTooLong => EngineError::new(ErrorCode::LimitExceeded, e.to_string()),
+            Refusal::Malformed => EngineError::new(ErrorCode::InvalidArgument, e.to_string()),
         };
-        let mut parsed = parse_entry(text, self.limits.max_id_bytes).map_err(bad_line)?;
+        let mut parsed = parse_entry(text, self.limits.read()).map_err(bad_line)?;
         // A pi file gets the line in pi's dialect, and the arena what a reopen reads from
         // it (a leaf move, for one, is a marker hung under its target).
         let pi_line;
@@ -115,7 +108,7 @@ impl Store {
             pi_line = dialect::entry_to_pi(text).map_err(bad_line)?;
             let native =
                 dialect::entry_to_native(&pi_line, self.dialect, None).map_err(bad_line)?;
-            parsed = parse_entry(&native, self.limits.max_id_bytes)
+            parsed = parse_entry(&native, self.limits.read())
                 .map_err(bad_line)?
                 .into_owned();
             pi_line.as_bytes()
