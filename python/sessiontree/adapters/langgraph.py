@@ -158,6 +158,11 @@ class _Thread:
         self.tails: dict[str, str] = {}  # checkpoint id -> last entry of its segment
         self.items: dict[str, list[Any]] = {}  # blob id -> its decoded list items
         self.recent: dict[str, list[Any]] = {}  # blob id -> whole list (a few)
+        # Writes for a checkpoint not put yet: LangGraph's default ("async") durability
+        # saves a checkpoint in the background while the next step's tasks put their
+        # writes, so they can come first. Indexed at once, appended right after their
+        # checkpoint, so the thread's tree stays one chain per branch.
+        self.pending: dict[str, list[dict[str, Any]]] = {}
         self.latest: str | None = None
         for entry in session.storage.get_entries("custom"):
             kind = getattr(entry, "custom_type", "")
@@ -178,7 +183,8 @@ class _Thread:
             rows = self.writes.setdefault(cid, {})
             for idx, channel, tag, payload in data["w"]:
                 rows[(data["task"], idx)] = (data["path"], data["task"], idx, channel, tag, payload)
-            self.tails[cid] = entry_id
+            if entry_id:
+                self.tails[cid] = entry_id
         elif kind == DELETED:
             for cid in data["ids"]:
                 self.checkpoints.pop(cid, None)
@@ -196,7 +202,15 @@ class _Thread:
         self._index(entry_id, kind, data)
         return entry_id
 
+    def flush(self, cid: str) -> None:
+        """Appends the writes held for checkpoint ``cid`` under it."""
+        for data in self.pending.pop(cid, ()):
+            self.append(self.tails.get(cid) or self.session.get_leaf_id(), WRITES, data)
+
     def close(self) -> None:
+        if not self.closed:
+            for cid in list(self.pending):
+                self.flush(cid)
         self.closed = True
         self.session.close()
 
@@ -260,13 +274,13 @@ _registry_lock = threading.Lock()
 
 
 def _header_check(session: Session, thread_id: str, ns: str) -> None:
-    meta = session.storage.get_metadata().metadata or {}
-    mine = meta.get("langgraph")
+    header = session.storage.get_metadata()
+    mine = (header.metadata or {}).get("langgraph")
     if not isinstance(mine, dict) or mine != {"thread_id": thread_id, "checkpoint_ns": ns}:
         session.close()
         raise SessionError(
             "invalid_argument",
-            f"session {session.storage.get_metadata().id!r} does not hold LangGraph thread "
+            f"session {header.id!r} does not hold LangGraph thread "
             f"{thread_id!r} (namespace {ns!r}): its header says {mine!r}",
         )
 
@@ -627,6 +641,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 "refs": refs,
             }
             thread.append(anchor, CHECKPOINT, entry)
+            thread.flush(checkpoint["id"])
             if thread.latest is None or checkpoint["id"] > thread.latest:
                 thread.latest = checkpoint["id"]
         return {
@@ -678,9 +693,12 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 rows.append([idx, channel, tag, _b64(raw)])
             if not rows:
                 return
-            anchor = thread.tails.get(cid) or thread.session.get_leaf_id()
             data = {"cp": cid, "task": task_id, "path": task_path, "w": rows}
-            thread.append(anchor, WRITES, data)
+            if cid in thread.checkpoints:
+                thread.append(thread.tails[cid], WRITES, data)
+            else:
+                thread._index("", WRITES, data)
+                thread.pending.setdefault(cid, []).append(data)
 
     # -- deleting, copying, pruning -----------------------------------------------------
 
