@@ -2,7 +2,7 @@
 
 The peers' workload: a ``StateGraph`` whose one node adds one message per step to an
 ``add_messages`` channel, alternately an AI message with a tool call and the tool's result
-(~1.6 KB), plus a step counter. The thread is run to ``steps`` in ten chunks (one
+(~4 KB), plus a step counter. The thread is run to ``steps`` in ten chunks (one
 ``invoke`` each, as a conversation's turns are), with:
 
 - ``sessiontree-jsonl``: :class:`SessionTreeSaver` over a JSONL directory;
@@ -48,7 +48,11 @@ from typing_extensions import TypedDict  # noqa: E402
 import sessiontree as st  # noqa: E402
 from sessiontree.adapters.langgraph import SessionTreeSaver  # noqa: E402
 
-TOOL_OUTPUT = "\n".join(f"{n:>4}  def handler_{n}(event):  # returns {{'ok': True}}" for n in range(32))
+# ~4 KB of tool output and ~0.5 KB of AI message: 2.3 KB a message on average, the size
+# behind the issue's SqliteSaver figure (6.5 GB for 2,400 steps, a full copy of the list
+# per checkpoint).
+TOOL_OUTPUT = "\n".join(f"{n:>4}  def handler_{n}(event):  # returns {{'ok': True}}" for n in range(80))
+PLAN = " ".join(f"check {w}" for w in ("imports", "fixtures", "timeouts", "retries") * 10)
 PG_DSN = os.environ.get("SESSIONTREE_PG_DSN")
 
 
@@ -63,7 +67,7 @@ def _step(state: State) -> dict[str, Any]:
     if n % 2:
         args = {"path": f"src/module_{n % 97}.py", "line": n}
         message: AnyMessage = AIMessage(
-            content=f"Step {n}: reading module {n % 97} to find the failing handler.",
+            content=f"Step {n}: reading module {n % 97} to find the failing handler; {PLAN}.",
             tool_calls=[{"name": "read_file", "args": args, "id": f"call_{n}"}],
             id=f"ai_{n}",
         )

@@ -89,7 +89,6 @@ PREFIX: Final = "langgraph-"
 _SIDE_PREFIX: Final = "langgraph.prune-"
 """The id of a session being rewritten by ``prune`` while it is put in place."""
 
-BLOB: Final = "langgraph/blob"
 CHECKPOINT: Final = "langgraph/checkpoint"
 WRITES: Final = "langgraph/writes"
 DELETED: Final = "langgraph/deleted"
@@ -112,15 +111,36 @@ def session_id_for(thread_id: str, checkpoint_ns: str = "") -> str:
     return mapped_id(thread_prefix(thread_id), [checkpoint_ns])
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+# Bytes in JSON. Base64 costs 4/3 of any payload, but serde's msgpack of text is mostly
+# printable ASCII, which can stay as it is: ``["s", text]`` keeps printable ASCII (except
+# ``"`` and ``\``) and maps every other byte b to U+0100+b, two bytes of UTF-8 that need no
+# escape and are never NUL (which PostgreSQL's text cannot hold). The shorter form is
+# stored, so message text stays readable (and searchable) in the session.
+_PLAIN = bytes(b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C))
+_TO_TEXT = {b: 0x100 + b for b in range(256) if b not in _PLAIN}
+_FROM_TEXT = {0x100 + b: b for b in range(256) if b not in _PLAIN}
 
 
-def _unb64(text: str) -> bytes:
-    return base64.b64decode(text)
+def _pack_bytes(raw: bytes) -> Any:
+    """``raw`` as a JSON value: base64 text, or ``["s", text]`` (see above)."""
+    mapped = len(raw.translate(None, _PLAIN))
+    if len(raw) + mapped + 8 < (len(raw) + 2) // 3 * 4:
+        return ["s", raw.decode("latin-1").translate(_TO_TEXT)]
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _unpack_bytes(packed: Any) -> bytes:
+    if isinstance(packed, str):
+        return base64.b64decode(packed)
+    text: str = packed[1]
+    return text.translate(_FROM_TEXT).encode("latin-1")
 
 
 # ------------------------------------------------------------------------ one session
+
+
+Blob = tuple[str, str]
+"""A stored channel value: (the checkpoint entry holding it, the channel)."""
 
 
 class _Checkpoint:
@@ -128,11 +148,15 @@ class _Checkpoint:
 
     __slots__ = ("data", "metadata", "parent", "refs", "versions")
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], refs: dict[str, str]) -> None:
         self.data = data
         self.parent: str | None = data.get("parent")
-        self.refs: dict[str, str] = data["refs"]
-        self.versions: dict[str, Any] = data.get("versions") or {}
+        self.refs = refs  # channel -> the checkpoint entry holding the value it sees
+        versions = data.get("versions")
+        if versions is None:  # not repeated when the checkpoint's own fields are JSON
+            packed = data["checkpoint"]
+            versions = packed["j"].get("channel_versions", {}) if "j" in packed else {}
+        self.versions: dict[str, Any] = versions
         self.metadata: Any = _EMPTY
 
 
@@ -151,13 +175,14 @@ class _Thread:
         self.closed = False
         self.refs = 0
         self.checkpoints: dict[str, _Checkpoint] = {}
-        self.blobs: dict[str, dict[str, Any]] = {}
+        self.blobs: dict[Blob, dict[str, Any]] = {}
         self.by_version: dict[tuple[str, Any], str] = {}
-        # checkpoint id -> {(task_id, idx): (task_path, task_id, idx, channel, tag, b64)}
+        # checkpoint id -> {(task_id, idx): (task_path, task_id, idx, channel, tag, b64)};
+        # kept for a deleted checkpoint too: a later list delta may point into them.
         self.writes: dict[str, dict[tuple[str, int], tuple[str, str, int, str, str, str]]] = {}
         self.tails: dict[str, str] = {}  # checkpoint id -> last entry of its segment
-        self.items: dict[str, list[Any]] = {}  # blob id -> its decoded list items
-        self.recent: dict[str, list[Any]] = {}  # blob id -> whole list (a few)
+        self.items: dict[Blob, list[Any]] = {}  # a list blob's own items, decoded
+        self.recent: dict[Blob, list[Any]] = {}  # whole lists of the last few blobs
         # Writes for a checkpoint not put yet: LangGraph's default ("async") durability
         # saves a checkpoint in the background while the next step's tasks put their
         # writes, so they can come first. Indexed at once, appended right after their
@@ -171,12 +196,13 @@ class _Thread:
         self._reset_latest()
 
     def _index(self, entry_id: str, kind: str, data: Any) -> None:
-        if kind == BLOB:
-            self.blobs[entry_id] = data
-            self.by_version[(data["ch"], data["v"])] = entry_id
-        elif kind == CHECKPOINT:
+        if kind == CHECKPOINT:
             cid = data["id"]
-            self.checkpoints[cid] = _Checkpoint(data)
+            for channel, blob in (data.get("blobs") or {}).items():
+                self.blobs[(entry_id, channel)] = blob
+                self.by_version[(channel, blob["v"])] = entry_id
+            refs = {ch: ref or entry_id for ch, ref in data["refs"].items()}
+            self.checkpoints[cid] = _Checkpoint(data, refs)
             self.tails[cid] = entry_id
         elif kind == WRITES:
             cid = data["cp"]
@@ -188,7 +214,6 @@ class _Thread:
         elif kind == DELETED:
             for cid in data["ids"]:
                 self.checkpoints.pop(cid, None)
-                self.writes.pop(cid, None)
 
     def _reset_latest(self) -> None:
         self.latest = max(self.checkpoints) if self.checkpoints else None
@@ -216,27 +241,33 @@ class _Thread:
 
     # -- values ----------------------------------------------------------------------
 
-    def is_list(self, blob_id: str) -> bool:
-        data = self.blobs.get(blob_id)
+    def is_list(self, blob: Blob) -> bool:
+        data = self.blobs.get(blob)
         return data is not None and ("base" in data or bool(data.get("l")))
 
-    def decoded_items(self, blob_id: str, serde: SerializerProtocol) -> list[Any]:
+    def decoded_items(self, blob: Blob, serde: SerializerProtocol) -> list[Any]:
         """The items a list blob holds itself (all of a full one, the added ones of a
         delta), decoded once: the lists built from them share them."""
-        items = self.items.get(blob_id)
+        items = self.items.get(blob)
         if items is None:
-            data = self.blobs[blob_id]
-            if "base" in data:
-                items = [serde.loads_typed((tag, _unb64(b))) for tag, b in data["items"]]
+            data = self.blobs[blob]
+            if "src" in data:  # the items are the values of these writes
+                rows = self.writes[data["wcp"]]
+                items = []
+                for task, idx in data["src"]:
+                    row = rows[(task, idx)]
+                    items.extend(serde.loads_typed((row[4], _unpack_bytes(row[5]))))
+            elif "base" in data:
+                items = [serde.loads_typed((tag, _unpack_bytes(b))) for tag, b in data["items"]]
             else:
-                items = list(serde.loads_typed((data["t"], _unb64(data["b"]))))
-            self.items[blob_id] = items
+                items = list(serde.loads_typed((data["t"], _unpack_bytes(data["b"]))))
+            self.items[blob] = items
         return items
 
-    def list_of(self, blob_id: str, serde: SerializerProtocol) -> list[Any]:
+    def list_of(self, blob: Blob, serde: SerializerProtocol) -> list[Any]:
         """The whole list a list blob stands for (a new list object)."""
-        chain: list[str] = []
-        current = blob_id
+        chain: list[Blob] = []
+        current = blob
         while True:
             whole = self.recent.get(current)
             if whole is not None:
@@ -247,24 +278,38 @@ class _Thread:
                 out = list(self.decoded_items(current, serde))
                 break
             chain.append(current)
-            current = data["base"]
+            current = (data["base"], current[1])
         for delta in reversed(chain):
             out.extend(self.decoded_items(delta, serde))
         return out
 
-    def remember(self, blob_id: str, value: list[Any]) -> None:
+    def remember(self, blob: Blob, value: list[Any]) -> None:
         recent = self.recent
-        recent[blob_id] = list(value)  # a copy: a reducer may change its list in place
+        recent[blob] = list(value)  # a copy: a reducer may change its list in place
         if len(recent) > _RECENT:
             del recent[next(iter(recent))]
 
-    def value_of(self, blob_id: str, serde: SerializerProtocol) -> Any:
-        data = self.blobs.get(blob_id)
+    def value_of(self, blob: Blob, serde: SerializerProtocol) -> Any:
+        data = self.blobs.get(blob)
         if data is None or data.get("t") == "empty":
             return _EMPTY
         if "base" in data or data.get("l"):
-            return self.list_of(blob_id, serde)
-        return serde.loads_typed((data["t"], _unb64(data["b"])))
+            return self.list_of(blob, serde)
+        return serde.loads_typed((data["t"], _unpack_bytes(data["b"])))
+
+
+def _msgpack_array(raw: bytes) -> tuple[int, int] | None:
+    """(length, header size) of the msgpack array ``raw`` starts with, else ``None``."""
+    if not raw:
+        return None
+    first = raw[0]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F, 1
+    if first == 0xDC and len(raw) >= 3:
+        return int.from_bytes(raw[1:3], "big"), 3
+    if first == 0xDD and len(raw) >= 5:
+        return int.from_bytes(raw[1:5], "big"), 5
+    return None
 
 
 # ------------------------------------------------------------- the process-wide registry
@@ -295,13 +340,13 @@ def _json_or_typed(value: Any, serde: SerializerProtocol) -> dict[str, Any]:
     except (TypeError, ValueError):
         pass
     tag, data = serde.dumps_typed(value)
-    return {"t": tag, "b": _b64(data)}
+    return {"t": tag, "b": _pack_bytes(data)}
 
 
 def _from_json_or_typed(packed: dict[str, Any], serde: SerializerProtocol) -> Any:
     if "j" in packed:
         return json.loads(json.dumps(packed["j"]))  # a copy the caller may change
-    return serde.loads_typed((packed["t"], _unb64(packed["b"])))
+    return serde.loads_typed((packed["t"], _unpack_bytes(packed["b"])))
 
 
 # ------------------------------------------------------------------------- the saver
@@ -488,15 +533,15 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
         serde = self.serde
         checkpoint = _from_json_or_typed(cp.data["checkpoint"], serde)
         values: dict[str, Any] = {}
-        for channel, blob_id in cp.refs.items():
-            value = thread.value_of(blob_id, serde)
+        for channel, ref in cp.refs.items():
+            value = thread.value_of((ref, channel), serde)
             if value is not _EMPTY:
                 values[channel] = value
         checkpoint["channel_values"] = values
         writes = sorted(
             thread.writes.get(cid, {}).values(), key=lambda w: writes_sort_key(w[0], w[1], w[2])
         )
-        pending = [(w[1], w[3], serde.loads_typed((w[4], _unb64(w[5])))) for w in writes]
+        pending = [(w[1], w[3], serde.loads_typed((w[4], _unpack_bytes(w[5])))) for w in writes]
         conf = {"thread_id": thread.thread_id, "checkpoint_ns": thread.ns}
         return CheckpointTuple(
             config={"configurable": {**conf, "checkpoint_id": cid}},
@@ -573,9 +618,10 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Stores a checkpoint under its parent (``config``'s ``checkpoint_id``): a blob
-        for each channel in ``new_versions`` (the added items only, for a list that
-        extends its parent's), then the checkpoint entry referencing every channel's."""
+        """Stores a checkpoint under its parent (``config``'s ``checkpoint_id``): one entry
+        holding a blob for each channel in ``new_versions`` (for a list that extends its
+        parent's, the added items, or which of the parent's writes they are) and
+        referencing the entries holding the other channels' values."""
         conf = config["configurable"]
         thread_id = conf["thread_id"]
         ns = conf.get("checkpoint_ns", "") or ""
@@ -589,58 +635,55 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             if parent_id and anchor is None:
                 anchor = thread.session.get_leaf_id()
             values = checkpoint["channel_values"]
-            new_blobs: dict[str, str] = {}
+            blobs: dict[str, dict[str, Any]] = {}
             lists: dict[str, list[Any]] = {}
             for channel, version in new_versions.items():
-                data: dict[str, Any] = {"ch": channel, "v": version}
+                data: dict[str, Any] = {"v": version}
+                blobs[channel] = data
                 if channel not in values:
                     data["t"] = "empty"
-                else:
-                    value = values[channel]
-                    base = parent.refs.get(channel) if parent is not None else None
-                    delta = None
-                    if type(value) is list:
-                        lists[channel] = value
-                        if base is not None and thread.is_list(base):
-                            delta = self._delta(thread, base, value)
-                    if delta is not None:
-                        data["base"] = base
-                        data["items"] = delta
-                    else:
-                        tag, raw = serde.dumps_typed(value)
-                        data["t"] = tag
-                        data["b"] = _b64(raw)
-                        if type(value) is list:
-                            data["l"] = 1
-                anchor = new_blobs[channel] = thread.append(anchor, BLOB, data)
-                if channel in lists:
-                    thread.remember(anchor, lists[channel])
+                    continue
+                value = values[channel]
+                base = parent.refs.get(channel) if parent is not None else None
+                if type(value) is list:
+                    lists[channel] = value
+                    if base is not None and thread.is_list((base, channel)):
+                        if self._delta(thread, (base, channel), parent_id, value, data):
+                            continue
+                tag, raw = serde.dumps_typed(value)
+                data["t"] = tag
+                data["b"] = _pack_bytes(raw)
+                if type(value) is list:
+                    data["l"] = 1
             refs: dict[str, str] = {}
             for channel, version in checkpoint["channel_versions"].items():
-                ref = new_blobs.get(channel)
-                if (
-                    ref is None
-                    and parent is not None
+                if channel in blobs:
+                    refs[channel] = ""  # this entry
+                elif (
+                    parent is not None
                     and parent.versions.get(channel) == version
                     and channel in parent.refs
                 ):
-                    ref = parent.refs[channel]
-                if ref is None:
-                    ref = thread.by_version.get((channel, version))
-                if ref is not None:
-                    refs[channel] = ref
+                    refs[channel] = parent.refs[channel]
+                elif (channel, version) in thread.by_version:
+                    refs[channel] = thread.by_version[(channel, version)]
             skeleton = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+            packed = _json_or_typed(skeleton, serde)
             entry = {
                 "id": checkpoint["id"],
                 "parent": parent_id,
-                "checkpoint": _json_or_typed(skeleton, serde),
+                "checkpoint": packed,
                 "metadata": _json_or_typed(
                     get_serializable_checkpoint_metadata(config, metadata), serde
                 ),
-                "versions": dict(checkpoint["channel_versions"]),
                 "refs": refs,
+                "blobs": blobs,
             }
-            thread.append(anchor, CHECKPOINT, entry)
+            if "j" not in packed:
+                entry["versions"] = dict(checkpoint["channel_versions"])
+            entry_id = thread.append(anchor, CHECKPOINT, entry)
+            for channel, value in lists.items():
+                thread.remember((entry_id, channel), value)
             thread.flush(checkpoint["id"])
             if thread.latest is None or checkpoint["id"] > thread.latest:
                 thread.latest = checkpoint["id"]
@@ -652,9 +695,19 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             }
         }
 
-    def _delta(self, thread: _Thread, base: str, value: list[Any]) -> list[list[str]] | None:
-        """The items ``value`` adds to the list blob ``base`` (serialised), or ``None``
-        when ``value`` does not start with that list."""
+    def _delta(
+        self,
+        thread: _Thread,
+        base: Blob,
+        parent_id: str | None,
+        value: list[Any],
+        data: dict[str, Any],
+    ) -> bool:
+        """Fills ``data`` as a delta over the list blob ``base`` when ``value`` starts with
+        that list (checked: identity, then ``==``): the items added, or, when they are
+        exactly the values of the parent checkpoint's writes to this channel (a node
+        returning ``{"messages": [...]}``; compared as serialised bytes), which writes. A
+        message is then stored once, in the write that produced it. False otherwise."""
         known = thread.list_of(base, self.serde)
         n = len(known)
         try:
@@ -662,12 +715,46 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
         except Exception:  # an item whose == raises or is not a bool: store it whole
             same = False
         if same is not True:
+            return False
+        added = [self.serde.dumps_typed(item) for item in value[n:]]
+        data["base"] = base[0]
+        src = self._from_writes(thread, parent_id, base[1], added) if added else None
+        if src is not None:
+            data["wcp"] = parent_id
+            data["src"] = src
+        else:
+            data["items"] = [[tag, _pack_bytes(raw)] for tag, raw in added]
+        return True
+
+    @staticmethod
+    def _from_writes(
+        thread: _Thread, parent_id: str | None, channel: str, added: list[tuple[str, bytes]]
+    ) -> list[list[Any]] | None:
+        """Which of checkpoint ``parent_id``'s writes to ``channel``, in the order LangGraph
+        applies them, hold exactly the items ``added`` (their bytes), else ``None``."""
+        rows = thread.writes.get(parent_id or "")
+        if not rows:
             return None
-        out = []
-        for item in value[n:]:
-            tag, raw = self.serde.dumps_typed(item)
-            out.append([tag, _b64(raw)])
-        return out
+        mine = sorted(
+            (row for row in rows.values() if row[3] == channel),
+            key=lambda row: writes_sort_key(row[0], row[1], row[2]),
+        )
+        out: list[list[Any]] = []
+        pos = 0
+        for _path, task, idx, _channel, tag, payload in mine:
+            raw = _unpack_bytes(payload)
+            head = _msgpack_array(raw) if tag == "msgpack" else None
+            if head is None:
+                return None
+            count, size = head
+            part = added[pos : pos + count]
+            if len(part) != count or any(t != tag for t, _ in part):
+                return None
+            if raw[size:] != b"".join(b for _, b in part):
+                return None
+            out.append([task, idx])
+            pos += count
+        return out if pos == len(added) else None
 
     def put_writes(
         self,
@@ -690,7 +777,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 if idx >= 0 and (task_id, idx) in stored:
                     continue
                 tag, raw = self.serde.dumps_typed(value)
-                rows.append([idx, channel, tag, _b64(raw)])
+                rows.append([idx, channel, tag, _pack_bytes(raw)])
             if not rows:
                 return
             data = {"cp": cid, "task": task_id, "path": task_path, "w": rows}
@@ -778,24 +865,28 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             try:
                 if cid is not None:
                     cp = thread.checkpoints[cid]
-                    leaf: str | None = None
-                    refs: dict[str, str] = {}
-                    for channel, blob_id in cp.refs.items():
-                        data = dict(thread.blobs[blob_id])
+                    blobs: dict[str, dict[str, Any]] = {}
+                    for channel, ref in cp.refs.items():
+                        data = thread.blobs.get((ref, channel))
+                        if data is None:
+                            continue
                         if "base" in data:
-                            value = thread.list_of(blob_id, serde)
+                            value = thread.list_of((ref, channel), serde)
                             tag, raw = serde.dumps_typed(value)
-                            del data["base"], data["items"]
-                            data.update(t=tag, b=_b64(raw), l=1)
-                        side.move_to(leaf)
-                        leaf = refs[channel] = side.append_custom_entry(BLOB, data)
-                    side.move_to(leaf)
-                    side.append_custom_entry(CHECKPOINT, {**cp.data, "refs": refs})
+                            data = {"v": data["v"], "t": tag, "b": _pack_bytes(raw), "l": 1}
+                        blobs[channel] = data
+                    refs = {ch: "" for ch in cp.refs if ch in blobs}
+                    side.append_custom_entry(CHECKPOINT, {**cp.data, "refs": refs, "blobs": blobs})
                     for row in thread.writes.get(cid, {}).values():
                         path, task, idx, channel, tag, payload = row
                         side.append_custom_entry(
                             WRITES,
-                            {"cp": cid, "task": task, "path": path, "w": [[idx, channel, tag, payload]]},
+                            {
+                                "cp": cid,
+                                "task": task,
+                                "path": path,
+                                "w": [[idx, channel, tag, payload]],
+                            },
                         )
             finally:
                 side.close()
