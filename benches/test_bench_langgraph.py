@@ -40,18 +40,20 @@ from conftest import Bench
 
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="needs sessiontree[langgraph-test]")
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.graph.message import add_messages  # noqa: E402
-from typing_extensions import TypedDict  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
-import sessiontree as st  # noqa: E402
-from sessiontree.adapters.langgraph import SessionTreeSaver  # noqa: E402
+import sessiontree as st
+from sessiontree.adapters.langgraph import SessionTreeSaver
 
 # ~4 KB of tool output and ~0.5 KB of AI message: 2.3 KB a message on average, the size
 # behind the SqliteSaver figure (6.5 GB for 2,400 steps, a full copy of the list
 # per checkpoint).
-TOOL_OUTPUT = "\n".join(f"{n:>4}  def handler_{n}(event):  # returns {{'ok': True}}" for n in range(80))
+TOOL_OUTPUT = "\n".join(
+    f"{n:>4}  def handler_{n}(event):  # returns {{'ok': True}}" for n in range(80)
+)
 PLAN = " ".join(f"check {w}" for w in ("imports", "fixtures", "timeouts", "retries") * 10)
 PG_DSN = os.environ.get("SESSIONTREE_PG_DSN")
 
@@ -80,9 +82,7 @@ def _graph(checkpointer: Any) -> Any:
     graph = StateGraph(State)
     graph.add_node("agent", _step)
     graph.add_edge(START, "agent")
-    graph.add_conditional_edges(
-        "agent", lambda s: END if s["count"] >= s["target"] else "agent"
-    )
+    graph.add_conditional_edges("agent", lambda s: END if s["count"] >= s["target"] else "agent")
     return graph.compile(checkpointer=checkpointer)
 
 

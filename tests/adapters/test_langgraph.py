@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("langgraph.graph", reason="needs sessiontree[langgraph]")
 
-from langchain_core.messages import HumanMessage  # noqa: E402
+from langchain_core.messages import HumanMessage
 
-from sessiontree import InMemorySessionRepo, JsonlSessionRepo, SessionError  # noqa: E402
-from sessiontree.adapters.langgraph import SessionTreeSaver, session_id_for  # noqa: E402
+from sessiontree import InMemorySessionRepo, JsonlSessionRepo, SessionError
+from sessiontree.adapters.langgraph import SessionTreeSaver, session_id_for
 
-from ._langgraph_counter import build, first_input, summary  # noqa: E402
+from ._langgraph_counter import build, first_input, summary
 
 HERE = Path(__file__).parent
 
@@ -72,7 +72,7 @@ def test_graph_runs_resumes_in_a_new_process_and_time_travels(tmp_path: Path) ->
     with SessionTreeSaver(JsonlSessionRepo(root)) as saver:
         app = build(saver)
         history = list(app.get_state_history(config("t1")))
-        past = next(s for s in history if s.values.get("count") == 10 and not s.next == ())
+        past = next(s for s in history if s.values.get("count") == 10 and s.next != ())
         assert summary(past.values)["messages"][-1] == "10"
         # Time travel: change the past state, then go on from there.
         forked = app.update_state(
@@ -116,7 +116,9 @@ def test_graph_runs_resumes_in_a_new_process_and_time_travels(tmp_path: Path) ->
     # Its own writes come first; the branches start under its last writes entry.
     tail = past_entry["id"]
     while True:
-        below = [e for e in entries if e["parent_id"] == tail and e["custom_type"] == "langgraph/writes"]
+        below = [
+            e for e in entries if e["parent_id"] == tail and e["custom_type"] == "langgraph/writes"
+        ]
         if not below:
             break
         tail = below[-1]["id"]

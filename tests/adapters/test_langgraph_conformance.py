@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("langgraph.checkpoint.conformance", reason="needs sessiontree[langgraph]")
 
-from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
-from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
-from sessiontree import InMemorySessionRepo, JsonlSessionRepo, SessionRepo  # noqa: E402
-from sessiontree.adapters.langgraph import SessionTreeSaver  # noqa: E402
+from sessiontree import InMemorySessionRepo, JsonlSessionRepo, SessionRepo
+from sessiontree.adapters.langgraph import SessionTreeSaver
 
 
 def _conform(name: str, make_repo: Any) -> None:
@@ -28,9 +28,7 @@ def _conform(name: str, make_repo: Any) -> None:
             yield s
 
     report = asyncio.run(validate(saver))
-    failures = {
-        cap: result.failures for cap, result in report.results.items() if not result.passed
-    }
+    failures = {cap: result.failures for cap, result in report.results.items() if not result.passed}
     assert failures == {}
     detected = {cap for cap, result in report.results.items() if result.detected}
     assert detected == {cap.value for cap in ALL_CAPABILITIES}

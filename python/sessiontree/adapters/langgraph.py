@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import contextlib
 import json
 import threading
@@ -51,6 +52,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import SessionError
+from ..model.entries import CustomEntry
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     _open_or_create,
@@ -190,9 +192,8 @@ class _Thread:
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.latest: str | None = None
         for entry in session.storage.get_entries("custom"):
-            kind = getattr(entry, "custom_type", "")
-            if kind.startswith("langgraph/"):
-                self._index(entry.id, kind, entry.data)
+            if isinstance(entry, CustomEntry) and entry.custom_type.startswith("langgraph/"):
+                self._index(entry.id, entry.custom_type, entry.data)
         self._reset_latest()
 
     def _index(self, entry_id: str, kind: str, data: Any) -> None:
@@ -448,12 +449,12 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 with shared.lock:
                     shared.close()
 
-    def _session_ids(self, thread_id: str | None) -> list[str]:
+    def _session_ids(self, thread_id: str | None) -> builtins.list[str]:
         """The sessions of a thread's namespaces (every LangGraph thread's for ``None``)."""
         prefix = PREFIX if thread_id is None else thread_prefix(thread_id)
         return sorted(m.id for m in self.repo.list() if m.id.startswith(prefix))
 
-    def _threads(self, thread_id: str | None) -> list[_Thread]:
+    def _threads(self, thread_id: str | None) -> builtins.list[_Thread]:
         out = []
         for sid in self._session_ids(thread_id):
             with self._lock:
@@ -474,9 +475,10 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             raise
         mine = (session.storage.get_metadata().metadata or {}).get("langgraph")
         session.close()
-        if not isinstance(mine, dict) or session_id_for(
-            mine.get("thread_id", ""), mine.get("checkpoint_ns", "")
-        ) != sid:
+        if (
+            not isinstance(mine, dict)
+            or session_id_for(mine.get("thread_id", ""), mine.get("checkpoint_ns", "")) != sid
+        ):
             return None
         return self._thread(mine["thread_id"], mine["checkpoint_ns"], create=False)
 
@@ -503,8 +505,9 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             with _registry_lock:
                 thread.refs -= 1
                 last = thread.refs <= 0
-                if last and _registry.get((*self._key, sid)) is thread:
-                    del _registry[(*self._key, sid)]
+                key = (*self._key, sid)
+                if last and _registry.get(key) is thread:
+                    del _registry[key]
             if last and not thread.closed:
                 with thread.lock:
                     thread.close()
@@ -586,7 +589,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             threads = self._threads(thread_id)
         only = conf.get("checkpoint_id")
         cursor = get_checkpoint_id(before) if before else None
-        found: list[tuple[str, _Thread]] = []
+        found: builtins.list[tuple[str, _Thread]] = []
         for thread in threads:
             with thread.lock:
                 found.extend((cid, thread) for cid in thread.checkpoints)
@@ -636,7 +639,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 anchor = thread.session.get_leaf_id()
             values = checkpoint["channel_values"]
             blobs: dict[str, dict[str, Any]] = {}
-            lists: dict[str, list[Any]] = {}
+            lists: dict[str, builtins.list[Any]] = {}
             for channel, version in new_versions.items():
                 data: dict[str, Any] = {"v": version}
                 blobs[channel] = data
@@ -647,9 +650,12 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 base = parent.refs.get(channel) if parent is not None else None
                 if type(value) is list:
                     lists[channel] = value
-                    if base is not None and thread.is_list((base, channel)):
-                        if self._delta(thread, (base, channel), parent_id, value, data):
-                            continue
+                    if (
+                        base is not None
+                        and thread.is_list((base, channel))
+                        and self._delta(thread, (base, channel), parent_id, value, data)
+                    ):
+                        continue
                 tag, raw = serde.dumps_typed(value)
                 data["t"] = tag
                 data["b"] = _pack_bytes(raw)
@@ -700,7 +706,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
         thread: _Thread,
         base: Blob,
         parent_id: str | None,
-        value: list[Any],
+        value: builtins.list[Any],
         data: dict[str, Any],
     ) -> bool:
         """Fills ``data`` as a delta over the list blob ``base`` when ``value`` starts with
@@ -728,8 +734,11 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
 
     @staticmethod
     def _from_writes(
-        thread: _Thread, parent_id: str | None, channel: str, added: list[tuple[str, bytes]]
-    ) -> list[list[Any]] | None:
+        thread: _Thread,
+        parent_id: str | None,
+        channel: str,
+        added: builtins.list[tuple[str, bytes]],
+    ) -> builtins.list[builtins.list[Any]] | None:
         """Which of checkpoint ``parent_id``'s writes to ``channel``, in the order LangGraph
         applies them, hold exactly the items ``added`` (their bytes), else ``None``."""
         rows = thread.writes.get(parent_id or "")
@@ -739,7 +748,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
             (row for row in rows.values() if row[3] == channel),
             key=lambda row: writes_sort_key(row[0], row[1], row[2]),
         )
-        out: list[list[Any]] = []
+        out: builtins.list[builtins.list[Any]] = []
         pos = 0
         for _path, task, idx, _channel, tag, payload in mine:
             raw = _unpack_bytes(payload)
@@ -828,9 +837,7 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
                 ns = source.ns
             target_id = session_id_for(target_thread_id, ns)
             meta = {"langgraph": {"thread_id": target_thread_id, "checkpoint_ns": ns}}
-            target = self.repo.create(
-                session_id=target_id, metadata=meta, parent_session=source_id
-            )
+            target = self.repo.create(session_id=target_id, metadata=meta, parent_session=source_id)
             try:
                 _copy_entries(entries, target)
             finally:
