@@ -89,6 +89,14 @@ def test_graph_runs_resumes_in_a_new_process_and_time_travels(tmp_path: Path) ->
         both = list(app.get_state_history(config("t1")))
         ids = {s.config["configurable"]["checkpoint_id"] for s in both}
         assert {s.config["configurable"]["checkpoint_id"] for s in history} <= ids
+        # Every checkpoint of both branches reads back its own messages.
+        for snap in both:
+            if not snap.values.get("messages"):
+                continue  # the input checkpoint: nothing in the channels yet
+            n, texts = snap.values.get("count", 0), [m.content for m in snap.values["messages"]]
+            detour = ["a detour"] if "a detour" in texts else []
+            assert texts[0] == "count" and len(texts) == 1 + 2 * n + len(detour)
+            assert [t for t in texts if t != "a detour"][-1] == (str(n) if n else "count")
         counts = sorted(s.values.get("count", 0) for s in both)
         assert counts.count(40) >= 1 and counts.count(15) >= 2  # both branches' steps
         # The new branch's parent chain runs through the past checkpoint.

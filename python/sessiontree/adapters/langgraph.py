@@ -119,15 +119,19 @@ def session_id_for(thread_id: str, checkpoint_ns: str = "") -> str:
 # escape and are never NUL (which PostgreSQL's text cannot hold). The shorter form is
 # stored, so message text stays readable (and searchable) in the session.
 _PLAIN = bytes(b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C))
-_TO_TEXT = {b: 0x100 + b for b in range(256) if b not in _PLAIN}
-_FROM_TEXT = {0x100 + b: b for b in range(256) if b not in _PLAIN}
+# Per byte, the high byte of its UTF-16 code unit: 0 keeps it, 1 maps it to U+0100+b. The
+# text is built and read back through UTF-16-LE (low byte = the byte itself), all in C.
+_HIGH = bytes(0 if b in _PLAIN else 1 for b in range(256))
 
 
 def _pack_bytes(raw: bytes) -> Any:
     """``raw`` as a JSON value: base64 text, or ``["s", text]`` (see above)."""
     mapped = len(raw.translate(None, _PLAIN))
     if len(raw) + mapped + 8 < (len(raw) + 2) // 3 * 4:
-        return ["s", raw.decode("latin-1").translate(_TO_TEXT)]
+        units = bytearray(2 * len(raw))
+        units[0::2] = raw
+        units[1::2] = raw.translate(_HIGH)
+        return ["s", units.decode("utf-16-le")]
     return base64.b64encode(raw).decode("ascii")
 
 
@@ -135,7 +139,7 @@ def _unpack_bytes(packed: Any) -> bytes:
     if isinstance(packed, str):
         return base64.b64decode(packed)
     text: str = packed[1]
-    return text.translate(_FROM_TEXT).encode("latin-1")
+    return text.encode("utf-16-le")[0::2]
 
 
 # ------------------------------------------------------------------------ one session
@@ -185,6 +189,8 @@ class _Thread:
         self.tails: dict[str, str] = {}  # checkpoint id -> last entry of its segment
         self.items: dict[Blob, list[Any]] = {}  # a list blob's own items, decoded
         self.recent: dict[Blob, list[Any]] = {}  # whole lists of the last few blobs
+        self.whole: list[Any] = []  # the list last built from deltas ...
+        self.whole_at: dict[Blob, int] = {}  # ... and each blob of its chain's length
         # Writes for a checkpoint not put yet: LangGraph's default ("async") durability
         # saves a checkpoint in the background while the next step's tasks put their
         # writes, so they can come first. Indexed at once, appended right after their
@@ -266,23 +272,39 @@ class _Thread:
         return items
 
     def list_of(self, blob: Blob, serde: SerializerProtocol) -> list[Any]:
-        """The whole list a list blob stands for (a new list object)."""
+        """The whole list a list blob stands for (a new list object).
+
+        The list last built this way is kept with the length of every blob on its chain,
+        so reading a history newest first slices it instead of walking the chain again.
+        """
         chain: list[Blob] = []
         current = blob
         while True:
-            whole = self.recent.get(current)
-            if whole is not None:
-                out = list(whole)
+            n = self.whole_at.get(current)
+            if n is not None:
+                out = self.whole[:n]
+                if not chain:
+                    return out
+                # A branch off the kept chain: keep what the two share.
+                self.whole_at = {b: m for b, m in self.whole_at.items() if m <= n}
                 break
-            data = self.blobs[current]
-            if "base" not in data:
+            recent = self.recent.get(current)
+            if recent is not None:
+                out = list(recent)
+            else:
+                data = self.blobs[current]
+                if "base" in data:
+                    chain.append(current)
+                    current = (data["base"], current[1])
+                    continue
                 out = list(self.decoded_items(current, serde))
-                break
-            chain.append(current)
-            current = (data["base"], current[1])
+            self.whole_at = {current: len(out)}
+            break
         for delta in reversed(chain):
             out.extend(self.decoded_items(delta, serde))
-        return out
+            self.whole_at[delta] = len(out)
+        self.whole = out
+        return list(out)
 
     def remember(self, blob: Blob, value: list[Any]) -> None:
         recent = self.recent
