@@ -165,6 +165,9 @@ def _postgres(root: Path) -> Iterator[Callable[[], Any]]:
 
 
 SAVERS: dict[str, Any] = {"sessiontree-jsonl": _sessiontree_jsonl, "sqlite": _sqlite}
+# LangGraph's own cost per step, with no checkpointer: the state is passed from one chunk to
+# the next (add_messages and the channels are linear in the thread's length themselves).
+ALONE = "no-checkpointer"
 if PG_DSN:
     SAVERS.update({"sessiontree-postgres": _sessiontree_postgres, "postgres": _postgres})
 
@@ -173,6 +176,29 @@ def _close(saver: Any) -> None:
     close = getattr(saver, "close", None)
     if isinstance(saver, SessionTreeSaver) and close is not None:
         close()
+
+
+def test_langgraph_alone(benchmark: BenchmarkFixture, bench: Bench) -> None:
+    for steps in _sizes(bench):
+        app = _graph(None)
+        chunk = max(steps // 10, 1)
+        times: list[float] = []
+        state: dict[str, Any] = {"count": 0, "messages": [HumanMessage("Fix the tests.")]}
+        for target in range(chunk, steps + 1, chunk):
+            started = time.perf_counter()
+            state = app.invoke({**state, "target": target}, {"recursion_limit": steps + 10})
+            times.append(time.perf_counter() - started)
+        assert len(state["messages"]) == 1 + steps
+        figures = {
+            "impl": ALONE,
+            "steps": steps,
+            "first_chunk_ms_per_step": round(times[0] / chunk * 1000, 3),
+            "last_chunk_ms_per_step": round(times[-1] / chunk * 1000, 3),
+            "total_s": round(sum(times), 2),
+        }
+        benchmark.extra_info[str(steps)] = figures
+        print(json.dumps(figures))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
 @pytest.mark.parametrize("impl", list(SAVERS))
