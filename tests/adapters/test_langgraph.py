@@ -206,6 +206,8 @@ def test_savers_of_one_process_share_the_thread() -> None:
     a, b = SessionTreeSaver(repo), SessionTreeSaver(repo)
     build(a).invoke(first_input(3), config("t"))
     assert build(b).get_state(config("t")).values["count"] == 3
+    with SessionTreeSaver(repo, lock_timeout=0) as c:  # listing every thread: no wait
+        assert {t.config["configurable"]["thread_id"] for t in c.list(None)} == {"t"}
     a.close()
     assert build(b).get_state(config("t")).values["count"] == 3
     b.close()

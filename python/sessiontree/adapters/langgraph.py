@@ -489,6 +489,10 @@ class SessionTreeSaver(BaseCheckpointSaver[Any]):
 
     def _thread_by_sid(self, sid: str) -> _Thread | None:
         """Opens a session found by listing: its header names its thread and namespace."""
+        with _registry_lock:
+            shared = _registry.get((*self._key, sid))
+        if shared is not None and not shared.closed:  # another saver here holds it
+            return self._thread(shared.thread_id, shared.ns, create=False)
         try:
             session = _open_or_create(self.repo, sid, None, self.lock_timeout)
         except SessionError as exc:
