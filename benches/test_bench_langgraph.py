@@ -255,3 +255,54 @@ def test_langgraph_thread(
         _close(resumed)
     benchmark.extra_info.update(figures)
     print(json.dumps(figures))
+
+
+@pytest.mark.parametrize("impl", ["sessiontree-jsonl", "sqlite"])
+def test_saver_alone(benchmark: BenchmarkFixture, bench: Bench, tmp_path: Path, impl: str) -> None:
+    """The saver's own cost per step, without LangGraph around it (whose ``add_messages``
+    is itself linear in the thread's length): a step is ``put_writes`` of the node's one
+    message, then ``put`` of the next checkpoint with the grown list, as the loop calls
+    them. ``SqliteSaver`` only up to 2,400 steps (at 10,000 it would write ~50 GB)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    for steps in _sizes(bench):
+        if impl == "sqlite" and steps > 2400:
+            continue
+        root = tmp_path / f"{impl}-{steps}"
+        root.mkdir()
+        with SAVERS[impl](root) as make:
+            saver = make()
+            cfg: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            messages: list[Any] = []
+            chunk = max(steps // 10, 1)
+            times: list[float] = []
+            started = time.perf_counter()
+            for n in range(1, steps + 1):
+                message = _step({"count": n - 1, "target": steps, "messages": []})["messages"][0]
+                if n > 1:
+                    saver.put_writes(cfg, [("messages", [message]), ("count", n)], f"task-{n}")
+                messages = [*messages, message]
+                checkpoint = empty_checkpoint()
+                checkpoint["id"] = str(uuid6(clock_seq=n))
+                checkpoint["channel_values"] = {"messages": messages, "count": n}
+                checkpoint["channel_versions"] = {"messages": n, "count": n}
+                metadata: Any = {"source": "loop", "step": n}
+                cfg = saver.put(cfg, checkpoint, metadata, {"messages": n, "count": n})
+                if n % chunk == 0:
+                    times.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+            got = saver.get_tuple(cfg)
+            assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == steps
+            _close(saver)
+        figures = {
+            "impl": f"{impl} (saver alone)",
+            "steps": steps,
+            "first_chunk_ms_per_step": round(times[0] / chunk * 1000, 3),
+            "last_chunk_ms_per_step": round(times[-1] / chunk * 1000, 3),
+            "total_s": round(sum(times), 2),
+            "disk_bytes": _disk(root),
+        }
+        benchmark.extra_info[str(steps)] = figures
+        print(json.dumps(figures))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
