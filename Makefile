@@ -13,9 +13,9 @@ DEV_FEATURES := --features python,test-hooks
 # The extras a dev install brings, and the pins of their test dependencies (pip reads
 # PIP_CONSTRAINT, a space-separated list, when maturin installs the extras): the async API's
 # test tools, and the agent frameworks behind the adapters (sessiontree.adapters).
-ADAPTER_EXTRAS := openai-agents,claude-agent-sdk,pydantic-ai
-EXTRAS := dev,cli,aio-test,$(ADAPTER_EXTRAS)
-CONSTRAINTS := constraints/async.txt constraints/adapters.txt
+ADAPTER_EXTRAS := openai-agents,claude-agent-sdk,pydantic-ai,langgraph
+EXTRAS := dev,cli,aio-test,langgraph-test,$(ADAPTER_EXTRAS)
+CONSTRAINTS := constraints/async.txt constraints/adapters.txt constraints/langgraph.txt
 
 .PHONY: help
 help: ## List the targets

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .adapters.claude_agent_sdk import ClaudeAgentSessionStore
+    from .adapters.langgraph import SessionTreeSaver
     from .adapters.openai_agents import OpenAIAgentsSession
     from .adapters.pydantic_ai import PydanticAIConversationStore
     from .aio import AsyncSession, AsyncSessionRepo
@@ -131,6 +132,7 @@ _LAZY: dict[str, str] = {
     "ClaudeAgentSessionStore": ".adapters.claude_agent_sdk",
     "OpenAIAgentsSession": ".adapters.openai_agents",
     "PydanticAIConversationStore": ".adapters.pydantic_ai",
+    "SessionTreeSaver": ".adapters.langgraph",
 }
 
 
@@ -208,6 +210,7 @@ __all__ = [
     "SessionStats",
     "SessionStorage",
     "SessionTreeEntry",
+    "SessionTreeSaver",
     "TextContent",
     "ThinkingContent",
     "ThinkingLevelChangeEntry",

@@ -10,12 +10,22 @@ from pathlib import Path
 
 import pytest
 
-FRAMEWORKS = ("agents", "claude_agent_sdk", "pydantic_ai", "openai", "pydantic", "mcp")
+FRAMEWORKS = (
+    "agents",
+    "claude_agent_sdk",
+    "pydantic_ai",
+    "openai",
+    "pydantic",
+    "mcp",
+    "langgraph",
+    "langchain_core",
+)
 
 ADAPTERS = [
     ("openai_agents", "agents", "openai-agents", "OpenAIAgentsSession"),
     ("claude_agent_sdk", "claude_agent_sdk", "claude-agent-sdk", "ClaudeAgentSessionStore"),
     ("pydantic_ai", "pydantic_ai", "pydantic-ai", "PydanticAIConversationStore"),
+    ("langgraph", "langgraph", "langgraph", "SessionTreeSaver"),
 ]
 
 

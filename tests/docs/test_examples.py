@@ -15,8 +15,8 @@ The convention the pages follow (also told in ``docs/README.md``, "Examples"):
     ``SESSIONTREE_PG_DSN`` and its schema from ``SESSIONTREE_PG_SCHEMA`` (a fresh one per
     block), both set from the suite's ``pg_server`` / ``pg_schema`` fixtures; skipped when
     there is no server, as every PostgreSQL test is (and failed under CI).
-  - ``needs=MODULE`` (``agents``, ``claude_agent_sdk``, ``pydantic_ai``): skipped only
-    when that module cannot be imported (its extra is not installed).
+  - ``needs=MODULE`` (``agents``, ``claude_agent_sdk``, ``pydantic_ai``, ``langgraph``):
+    skipped only when that module cannot be imported (its extra is not installed).
   - ``setup=pi-home``: pi's fixture session ``c-compaction.jsonl`` lies in
     ``~/.pi/agent/sessions/--home-user-project--/`` as pi names its files.
 
@@ -48,7 +48,7 @@ PI_NAME = "2026-11-30T17-03-53-640Z_01a22d69-bb27-709d-97f1-8c54614e86e5.jsonl"
 
 _FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)\s*$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*example:\s*(.*?)\s*-->\s*$")
-_KNOWN_NEEDS = {"postgres", "agents", "claude_agent_sdk", "pydantic_ai"}
+_KNOWN_NEEDS = {"postgres", "agents", "claude_agent_sdk", "pydantic_ai", "langgraph"}
 _KNOWN_SETUPS = {"pi-home"}
 
 
