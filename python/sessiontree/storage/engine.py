@@ -127,9 +127,8 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
 # roles) itself, straight from their lines; which types it builds is its own choice
 # (`DIRECT` in rust/py/build.rs), so it is handed every model class by name, and the shared
-# zero usage and cost that missing ones read as. Its encoder (rust/py/encode.rs) writes
-# the lines of appended entries from the same classes, and hands anything it does not
-# write itself to ``entry_to_json``.
+# zero usage and cost that missing ones read as. The lines of appended entries are written
+# by the engine's one writer (rust/py/encode.rs), which ``sessiontree.model`` registers.
 _MODEL_CLASSES: Final = {
     cls.__name__: cls
     for cls in (
@@ -143,7 +142,6 @@ _MODEL_CLASSES: Final = {
     )
 }
 _core._register_model(_MODEL_CLASSES, {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST})
-_core._register_encoder(_MODEL_CLASSES, entry_to_json)
 
 # What the engine stands in for when it stamps and writes a message in one call
 # (``append_message``): a subclass that overrides any of these appends the generic way.
