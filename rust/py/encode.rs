@@ -544,10 +544,10 @@ fn object<'py, S: Sink<'py>>(
     // An unknown field named as a known one replaces its value in place (`dict.update`);
     // only then are the written keys tracked.
     let clash = match &extra {
-        Some(d) => d
-            .keys()
-            .iter()
-            .any(|k| k.cast::<PyString>().is_ok_and(|k| k.to_str().is_ok_and(|k| class.knows(k)))),
+        Some(d) => d.keys().iter().any(|k| {
+            k.cast::<PyString>()
+                .is_ok_and(|k| k.to_str().is_ok_and(|k| class.knows(k)))
+        }),
         None => false,
     };
     let mut written: Vec<&'static str> = Vec::new();
@@ -556,10 +556,16 @@ fn object<'py, S: Sink<'py>>(
             return Ok(false);
         }
         written.push(key);
-        match extra.as_ref().map(|d| d.get_item(key)).transpose()?.flatten() {
+        match extra
+            .as_ref()
+            .map(|d| d.get_item(key))
+            .transpose()?
+            .flatten()
+        {
             Some(v) => {
-                s.value(&v, depth + 1)
-                    .map_err(|e| e.at(Step::Key(PyString::new(py, key).into_any().unbind()), obj))?;
+                s.value(&v, depth + 1).map_err(|e| {
+                    e.at(Step::Key(PyString::new(py, key).into_any().unbind()), obj)
+                })?;
                 Ok(true)
             }
             None => Ok(false),
@@ -584,7 +590,10 @@ fn object<'py, S: Sink<'py>>(
     }
     if let Some(extra) = &extra {
         for (k, v) in extra.iter() {
-            if clash && k.cast::<PyString>().is_ok_and(|k| k.to_str().is_ok_and(|k| written.contains(&k))) {
+            if clash
+                && k.cast::<PyString>()
+                    .is_ok_and(|k| k.to_str().is_ok_and(|k| written.contains(&k)))
+            {
                 continue;
             }
             s.any_key(&k)
@@ -600,8 +609,12 @@ fn object<'py, S: Sink<'py>>(
 fn omitted(f: &FieldDef, v: &Bound<'_, PyAny>) -> bool {
     match f.presence {
         Presence::Optional(DefaultValue::Null) => v.is_none(),
-        Presence::Optional(DefaultValue::False) => v.cast_exact::<PyBool>().is_ok_and(|b| !b.is_true()),
-        Presence::Optional(DefaultValue::True) => v.cast_exact::<PyBool>().is_ok_and(|b| b.is_true()),
+        Presence::Optional(DefaultValue::False) => {
+            v.cast_exact::<PyBool>().is_ok_and(|b| !b.is_true())
+        }
+        Presence::Optional(DefaultValue::True) => {
+            v.cast_exact::<PyBool>().is_ok_and(|b| b.is_true())
+        }
         _ => false,
     }
 }
@@ -677,7 +690,9 @@ fn push_py_str(out: &mut Vec<u8>, s: &Bound<'_, PyString>) -> Res {
             Ok(())
         }
         Err(e) => Err(Fail::invalid(
-            e.value(s.py()).str().map_or_else(|_| "lone surrogate".to_owned(), |t| t.to_string()),
+            e.value(s.py())
+                .str()
+                .map_or_else(|_| "lone surrogate".to_owned(), |t| t.to_string()),
         )),
     }
 }
@@ -699,7 +714,9 @@ fn push_py_float(out: &mut Vec<u8>, x: f64) -> Res {
     if push_f64(out, x) {
         Ok(())
     } else {
-        Err(Fail::invalid("Out of range float values are not JSON compliant"))
+        Err(Fail::invalid(
+            "Out of range float values are not JSON compliant",
+        ))
     }
 }
 
@@ -835,7 +852,9 @@ pub fn to_dict<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         done: None,
     };
     match model_value(&mut sink, &m, value, 1) {
-        Ok(()) => Ok(sink.done.unwrap_or_else(|| value.py().None().into_bound(value.py()))),
+        Ok(()) => Ok(sink
+            .done
+            .unwrap_or_else(|| value.py().None().into_bound(value.py()))),
         Err(e) => Err(e.into_py(value, "value")),
     }
 }
