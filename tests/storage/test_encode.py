@@ -177,7 +177,8 @@ FREE_FORM = [
     Color.RED,
     collections.OrderedDict(a=1, b=[2]),
     Items(ignored=True),
-    {1: "int key", 2.5: "float key", True: "bool key", None: "none key", Str("s"): 1},
+    {1: "int key", 2.5: "float key", None: "none key", Str("s"): 1},
+    {True: "bool key", False: "other bool key"},
     {-0.0: 1, 10**30: 2},
 ]
 
@@ -198,8 +199,10 @@ def test_free_form_values_are_written_as_json_writes_them(value: Any) -> None:
         | hs.integers()
         | hs.floats(allow_nan=False, allow_infinity=False)
         | hs.text(hs.characters(exclude_categories=["Cs"])),
-        lambda inner: hs.lists(inner, max_size=4)
-        | hs.dictionaries(hs.text(hs.characters(exclude_categories=["Cs"])), inner, max_size=4),
+        lambda inner: (
+            hs.lists(inner, max_size=4)
+            | hs.dictionaries(hs.text(hs.characters(exclude_categories=["Cs"])), inner, max_size=4)
+        ),
         max_leaves=20,
     )
 )
@@ -248,9 +251,7 @@ def python_reason(value: Any) -> str:
 )
 def test_values_json_cannot_hold_are_refused_naming_the_field(data: Any, where: str) -> None:
     entry = custom(data)
-    expected = (
-        f"entry is not valid JSON: {python_reason(data)} (at CustomEntry.data{where})"
-    )
+    expected = f"entry is not valid JSON: {python_reason(data)} (at CustomEntry.data{where})"
     with pytest.raises(st.SessionError) as got:
         entry_to_json(entry)
     assert (got.value.code, got.value.message) == ("invalid_argument", expected)
@@ -406,14 +407,12 @@ def test_dicts_hold_free_form_values_by_reference() -> None:
     message = st.ToolResultMessage("c1", "bash", [st.TextContent("out")], False, details, 5)
     d = st.message_to_dict(message)
     assert d["details"] is details
-    assert st.message_to_dict(st.AssistantMessage([call], "p", "m"))["content"][0][
-        "arguments"
-    ] is args
+    assert (
+        st.message_to_dict(st.AssistantMessage([call], "p", "m"))["content"][0]["arguments"] is args
+    )
     # Sequences stored as tuples come out as lists, as before.
     assert type(d["content"]) is list
-    assert st.entry_to_dict(st.ActiveToolsChangeEntry(["a"], **BASE))["active_tool_names"] == [
-        "a"
-    ]
+    assert st.entry_to_dict(st.ActiveToolsChangeEntry(["a"], **BASE))["active_tool_names"] == ["a"]
 
 
 # --------------------------------------------------------------------------- append_message

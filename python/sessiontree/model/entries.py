@@ -45,11 +45,10 @@ from .messages import (
     _reading,
     _short,
     _Value,
-    message_to_dict,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
 __all__ = [
     "ENTRY_TYPES",

@@ -18,7 +18,6 @@ from ..model.entries import (
     SessionTreeEntry,
     entry_from_dict,
     entry_from_json,
-    entry_to_json,
     header_from_dict,
     header_to_json,
 )
