@@ -27,6 +27,7 @@ __all__ = [
     "convert_lines",
     "json_loads",
     "pi_name",
+    "reparent_line",
     "to_dict",
     "to_json",
 ]
@@ -240,6 +241,10 @@ def to_json(value: object, what: str) -> bytes:
     usage or header; a subclass as the class it derives from, an unknown entry or message
     as its ``data``. ``invalid_argument`` (naming ``what`` and the field) for a value JSON
     cannot hold or that is not a model value, ``limit_exceeded`` past 128 levels."""
+
+def reparent_line(line: bytes, parent_id: str | None) -> bytes:
+    """``line`` (an entry line) with its ``parent_id`` replaced, every other byte kept (how a
+    fork re-parents the entries it copies); ``corrupt`` if it is not an entry line."""
 
 def to_dict(value: object) -> Any:
     """The JSON object of a model value as a dict, free-form values (``details``, ``data``,

@@ -911,3 +911,15 @@ pub fn append_message<'py>(
         .map_err(|e| to_py_err(py, e))?;
     Ok(Some(entry))
 }
+
+/// `line` (an entry line) with its `parent_id` replaced by `parent_id`, every other byte
+/// kept: how a fork re-parents the entries it copies (`engine::fork`), from Python too.
+#[pyfunction]
+pub fn reparent_line<'py>(
+    py: Python<'py>,
+    line: &[u8],
+    parent_id: Option<&str>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let out = crate::engine::replace_parent(line, parent_id).map_err(|e| to_py_err(py, e))?;
+    Ok(PyBytes::new(py, &out))
+}

@@ -1115,6 +1115,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::reparent_line, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

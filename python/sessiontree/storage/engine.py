@@ -48,15 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["Limits"]
 
 
-def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
-    """The same entry line with ``parent_id`` replaced; every other field is kept."""
-    import json  # only forks rewrite lines; importing json costs ``import sessiontree``
-
-    d = json.loads(line)
-    d["parent_id"] = parent_id
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 class Limits:
     """Limits on what a session file may contain (``limit_exceeded`` when passed).
 
@@ -546,7 +537,8 @@ class _EngineStorage(SessionStorage):
                 if parents[k] != new_key or (
                     new_key < 0 and _core.json_loads(lines[j]).get("parent_id") is not None
                 ):
-                    lines[j] = _reparent_line(
+                    # Every other byte of the line is kept (rust/engine/fork.rs).
+                    lines[j] = _core.reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)
                     )
             return lines
