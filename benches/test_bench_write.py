@@ -85,9 +85,7 @@ def test_append_flush_against_a_bare_write(
     )
     line = st.entry_to_json(entry) + b"\n"
     if impl == "sessiontree":
-        session = st.Session(
-            st.JsonlSessionStorage.create(scratch / "s.jsonl", durability="flush")
-        )
+        session = st.Session(st.JsonlSessionStorage.create(scratch / "s.jsonl", durability="flush"))
         benchmark(lambda: session.append_message(st.UserMessage(TEXT)))
         n = len(session)
         session.close()
