@@ -1,6 +1,6 @@
 """Type stubs for the Rust engine binding (``sessiontree._core``)."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final, TypeAlias, final
@@ -21,12 +21,15 @@ __all__ = [
     "THINKING_LEVELS",
     "Engine",
     "__version__",
-    "_register_encoder",
     "_register_error_classes",
     "_register_model",
+    "_register_writer",
     "convert_lines",
     "json_loads",
     "pi_name",
+    "reparent_line",
+    "to_dict",
+    "to_json",
 ]
 
 __version__: str
@@ -228,9 +231,25 @@ def _register_error_classes(base: type[Exception], by_code: Mapping[str, type[Ex
     """Hand the binding the exception class of each error code (``sessiontree.errors``
     calls this once at import; the binding never imports the package)."""
 
-def _register_encoder(classes: Mapping[str, type], fallback: Callable[[Any], bytes]) -> None:
-    """Hand the binding's encoder the model classes it writes lines of, by class name, and
-    the Python writer of the entries it does not write itself (``entry_to_json``)."""
+def _register_writer(classes: Mapping[str, type], unknown: Iterable[type]) -> None:
+    """Hand the writer the model classes, by class name (those missing are not written),
+    and the classes whose instances are written as their ``data`` (``UnknownEntry``,
+    ``UnknownMessage``); ``sessiontree.model._table.register`` calls this."""
+
+def to_json(value: object, what: str) -> bytes:
+    """The JSON line (no newline) of a model value: an entry, message, content block,
+    usage or header; a subclass as the class it derives from, an unknown entry or message
+    as its ``data``. ``invalid_argument`` (naming ``what`` and the field) for a value JSON
+    cannot hold or that is not a model value, ``limit_exceeded`` past 128 levels."""
+
+def reparent_line(line: bytes, parent_id: str | None) -> bytes:
+    """``line`` (an entry line) with its ``parent_id`` replaced, every other byte kept (how a
+    fork re-parents the entries it copies); ``corrupt`` if it is not an entry line."""
+
+def to_dict(value: object) -> Any:
+    """The JSON object of a model value as a dict, free-form values (``details``, ``data``,
+    tool arguments, unknown fields) by reference; an unknown entry or message gives its
+    ``data`` itself. ``invalid_argument`` if it is not a model value."""
 
 def _register_model(classes: Mapping[str, type], empties: Mapping[str, object]) -> None:
     """Hand the binding the model classes it builds entries of, by class name, and the shared

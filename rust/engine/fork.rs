@@ -523,7 +523,8 @@ fn to_dialect(dialect: Dialect, line: Vec<u8>) -> Result<Vec<u8>> {
         .map_err(|e| EngineError::new(ErrorCode::Corrupt, e.to_string()))
 }
 
-fn replace_parent(line: &[u8], parent_id: Option<&str>) -> Result<Vec<u8>> {
+/// The entry line with its `parent_id` value replaced, every other byte kept.
+pub fn replace_parent(line: &[u8], parent_id: Option<&str>) -> Result<Vec<u8>> {
     let text = std::str::from_utf8(line)
         .map_err(|_| EngineError::new(ErrorCode::Corrupt, "entry line is not UTF-8"))?;
     let found: ParentOnly<'_> = serde_json::from_str(text)

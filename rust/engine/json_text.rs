@@ -1,99 +1,26 @@
-//! JSON text as the writers write it: strings escaped as serde_json and Python's `json`
-//! (`ensure_ascii=False`) escape them, floats in Python's `repr` form, integers, and the
+//! JSON text as the writer writes it: strings (escaped by serde_json, as Python's `json`
+//! escapes them with `ensure_ascii=False`), floats in Python's `repr` form (serde_json's
+//! differ: `1e16` and `1e-7` where Python writes `1e+16` and `1e-07`), integers, and the
 //! ISO-8601 timestamps entries are stamped with.
 //!
-//! The binding's entry encoder (`py/encode.rs`) and the fork's re-parenting write through
-//! these, so a line written from Rust is byte for byte what `entries.entry_to_json` writes.
+//! The binding's writer (`py/encode.rs`) and the fork's re-parenting write through these,
+//! so lines are byte for byte what earlier versions (Python's `json`) wrote.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::engine::jsonl::civil_from_days;
 
-/// What a byte of a string becomes: 0 is itself, `u` a `\u00XX` escape, anything else the
-/// letter of a two-character escape (`\n`, `\"`, ...).
-static ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = b'u';
-        i += 1;
-    }
-    t[0x08] = b'b';
-    t[0x09] = b't';
-    t[0x0a] = b'n';
-    t[0x0c] = b'f';
-    t[0x0d] = b'r';
-    t[b'"' as usize] = b'"';
-    t[b'\\' as usize] = b'\\';
-    t
-};
-
-/// The length of the longest prefix of `bytes` that needs no escaping.
-fn clean_prefix(bytes: &[u8]) -> usize {
-    let mut i = 0;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{
-            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
-        };
-        // SSE2 is part of x86_64: sixteen bytes at a time, a control character, `"` or `\`
-        // found by comparison.
-        // SAFETY: every load reads 16 bytes inside `bytes`.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let control = _mm_set1_epi8(0x1f);
-            while i + 16 <= bytes.len() {
-                let x = _mm_loadu_si128(bytes.as_ptr().add(i).cast());
-                let hits = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                    _mm_cmpeq_epi8(_mm_min_epu8(x, control), x),
-                );
-                let mask = _mm_movemask_epi8(hits);
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-    }
-    while i < bytes.len() && ESCAPE[bytes[i] as usize] == 0 {
-        i += 1;
-    }
-    i
-}
-
-/// Appends `s` as a JSON string, quotes included.
+/// Appends `s` as a JSON string, quotes included, escaped by serde_json's serializer:
+/// `"`, `\\` and the control characters below U+0020 (`\n`, `\u001f`, ...), nothing else
+/// (DEL, U+2028/2029 and all other text as they are), which is what Python's `json`
+/// writes with `ensure_ascii=False`. (Python refuses lone surrogates, which a `&str`
+/// cannot hold.)
 pub fn push_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut i = 0;
-    loop {
-        let clean = clean_prefix(&bytes[i..]);
-        out.extend_from_slice(&bytes[i..i + clean]);
-        i += clean;
-        let Some(&b) = bytes.get(i) else {
-            break;
-        };
-        let esc = ESCAPE[b as usize];
-        if esc == b'u' {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', esc]);
-        }
-        i += 1;
-    }
-    out.push(b'"');
+    use serde::Serializer;
+    out.reserve(s.len() + 2);
+    let mut ser = serde_json::Serializer::new(&mut *out);
+    // Writing to a Vec cannot fail.
+    let _ = (&mut ser).serialize_str(s);
 }
 
 /// Appends an integer.
@@ -226,31 +153,40 @@ mod tests {
     }
 
     #[test]
-    fn strings_escape_as_serde_json_does() {
+    fn strings_escape_as_python_json_does() {
+        // What `json.dumps(text, ensure_ascii=False)` writes.
         let cases = [
-            "",
-            "plain",
-            "quote \" and back\\slash",
-            "\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}",
-            "déjà vu 日本語 🎉 \u{2028}",
-            "a long run of clean text before a \"quote\" and after it, long again....",
+            ("", r#""""#),
+            ("plain", r#""plain""#),
+            ("quote \" and back\\slash", r#""quote \" and back\\slash""#),
+            ("\n\r\t\u{8}\u{c}", r#""\n\r\t\b\f""#),
+            (
+                "\u{0}\u{1}\u{1f} \u{7f}",
+                "\"\\u0000\\u0001\\u001f \u{7f}\"",
+            ),
+            (
+                "déjà 日本語 🎉 \u{2028}\u{2029}\u{feff}",
+                "\"déjà 日本語 🎉 \u{2028}\u{2029}\u{feff}\"",
+            ),
+            ("</script>", r#""</script>""#),
         ];
-        for case in cases {
-            assert_eq!(s(case), serde_json::to_string(case).unwrap(), "{case:?}");
+        for (text, want) in cases {
+            assert_eq!(s(text), want, "{text:?}");
         }
-        for b in 0u8..128 {
-            let case = format!("abcdefgh{}ijklmnop", b as char);
-            assert_eq!(s(&case), serde_json::to_string(&case).unwrap(), "{b}");
-        }
-        // Every position of a block scan and its tail, with multi-byte text around.
-        for at in 0..40 {
-            for special in ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '\u{7f}'] {
-                let mut chars: Vec<char> =
-                    "0123456789abcdefghijklmnopqrstuvwxyzABCD".chars().collect();
-                chars[at] = special;
-                let case: String = chars.into_iter().collect();
-                assert_eq!(s(&case), serde_json::to_string(&case).unwrap(), "{case:?}");
-            }
+        for b in 0u8..0x20 {
+            let want = match b {
+                0x08 => "\\b".to_owned(),
+                0x09 => "\\t".to_owned(),
+                0x0a => "\\n".to_owned(),
+                0x0c => "\\f".to_owned(),
+                0x0d => "\\r".to_owned(),
+                _ => format!("\\u{b:04x}"),
+            };
+            assert_eq!(
+                s(&format!("a{}b", b as char)),
+                format!("\"a{want}b\""),
+                "{b}"
+            );
         }
     }
 

@@ -34,7 +34,7 @@ mod tests;
 pub use arena::{Arena, Kind, Role, Stats, NONE};
 pub use dialect::Dialect;
 pub use error::{EngineError, ErrorCode, Result};
-pub use fork::ForkOptions;
+pub use fork::{replace_parent, ForkOptions};
 pub use jsonl::{Durability, Limits, LoadIssue, LoadReport};
 pub use store::Store;
 pub use writer::Stamp;

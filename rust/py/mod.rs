@@ -1112,7 +1112,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(json_loads, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
-    m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::to_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::reparent_line, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

@@ -9,8 +9,10 @@ holds a user to (:class:`Field`). This module makes, per type, from its row:
 - the constructor check (:func:`check`, run by every model class's ``__post_init__``):
   the kind of each value, with the conversions the model promises (lists stored as
   tuples, costs as floats), then the field's rule;
-- the writer (:func:`to_json`): the tag, the fields in table order (for an entry the base
-  fields first), defaults left out where the table says, unknown fields after;
+- the writer's registration: the engine's one writer (``rust/py/encode.rs``, behind
+  :func:`to_json`) walks the same table over the registered classes: the tag, the fields
+  in table order (for an entry the base fields first), defaults left out where the table
+  says, unknown fields after;
 - the reader (``Spec.read``, reached through :func:`read_tagged`): required keys,
   optional ones at their default, ``null`` where the table allows it, nested objects,
   unknown keys kept aside.
@@ -123,6 +125,7 @@ def register(*classes: type, unknown: dict[str, type] | None = None) -> None:
     global _UNKNOWN_CLASSES
     _UNKNOWN_CLASSES = tuple(_UNKNOWN.values())
     _SPECS.clear()
+    _core._register_writer(_CLASSES, _UNKNOWN_CLASSES)
 
 
 def _refuse_setattr(self: object, name: str, value: object) -> None:
@@ -226,7 +229,7 @@ class Spec:
     """One type of the table: its tag, its fields (an entry's base fields first) and
     every JSON key it knows."""
 
-    __slots__ = ("_check", "_read", "_write", "cls", "fields", "keys", "tag", "tag_key")
+    __slots__ = ("_check", "_read", "cls", "fields", "keys", "tag", "tag_key")
 
     def __init__(self, cls: type, row: tuple[Any, ...]) -> None:
         _name, tag_key, tag, rows, _params = row
@@ -242,7 +245,6 @@ class Spec:
             keys.add(tag_key)
         self.keys: frozenset[str] = frozenset(keys)
         self._check: Callable[[Any], None] | None = None
-        self._write: Callable[[Any], dict[str, Any]] | None = None
         self._read: Callable[[dict[str, Any]], Any] | None = None
 
     @property
@@ -251,13 +253,6 @@ class Spec:
         if self._check is None:
             self._check = _make_check(self)
         return self._check
-
-    @property
-    def write(self) -> Callable[[Any], dict[str, Any]]:
-        """The writer of an instance (see :func:`to_json`), made on first use."""
-        if self._write is None:
-            self._write = _make_write(self)
-        return self._write
 
     @property
     def read(self) -> Callable[[dict[str, Any]], Any]:
@@ -299,7 +294,7 @@ def check(obj: Any) -> None:
 
 # --------------------------------------------------------------------------- the check
 #
-# Each type's check, writer and reader are made from its row on first use: a closure over
+# Each type's check and reader are made from its row on first use: a closure over
 # the plan of its fields (what to read, how to check, convert or write each), run by one
 # loop per call.
 
@@ -553,75 +548,10 @@ def is_default(value: object, default: object) -> bool:
 
 def to_json(obj: Any) -> dict[str, Any]:
     """The FORMAT.md JSON object of ``obj``, a model value (an unknown message or entry
-    gives its ``data``). ``details``, ``data`` and tool arguments are included by
-    reference."""
-    write = _WRITERS.get(obj.__class__)
-    if write is None:
-        write = _writer_of(obj)
-    return write(obj)
-
-
-_WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
-
-
-def _writer_of(obj: Any) -> Callable[[Any], dict[str, Any]]:
-    cls = obj.__class__
-    write: Callable[[Any], dict[str, Any]]
-    if isinstance(obj, _UNKNOWN_CLASSES):
-        write = _write_unknown
-    else:
-        spec = spec_of(cls)
-        if spec is None:
-            raise SessionError("invalid_argument", f"not a model value: {_name(obj)}")
-        write = spec.write
-    _WRITERS[cls] = write
-    return write
-
-
-def _write_unknown(obj: Any) -> dict[str, Any]:
-    data: dict[str, Any] = obj.data
-    return data
-
-
-def _write_each(v: Any) -> list[Any]:
-    return [to_json(x) for x in v]
-
-
-def _write_str_or_each(v: Any) -> Any:
-    return v if v.__class__ is str else [to_json(x) for x in v]
-
-
-# How a writer writes a value of each kind that is not written as it is.
-_WRITE_AS: Final[dict[str, Callable[[Any], Any]]] = {
-    "str_list": list,
-    "blocks": _write_each,
-    "messages": _write_each,
-    "str_or_blocks": _write_str_or_each,
-    "nested": to_json,
-    "message": to_json,
-}
-
-
-def _make_write(spec: Spec) -> Callable[[Any], dict[str, Any]]:
-    """The writer of ``spec``'s instances: the tag, the fields in table order (those the
-    table omits at their default left out), then the unknown fields kept on the object."""
-    tag = () if spec.tag_key is None else ((spec.tag_key, spec.tag),)
-    plan = tuple((f.key, f.attr, _WRITE_AS.get(f.kind), f.omit, f.default) for f in spec.fields)
-
-    def write(obj: Any) -> dict[str, Any]:
-        d: dict[str, Any] = dict(tag)
-        for key, attr, convert, omit, default in plan:
-            v = getattr(obj, attr)
-            if omit and is_default(v, default):
-                continue
-            d[key] = v if convert is None or v is None else convert(v)
-        extra = obj._extra
-        if extra:
-            d.update(extra)
-        return d
-
-    write.__qualname__ = f"{spec.cls.__qualname__}.write"
-    return write
+    gives its ``data``), built by the engine's writer. ``details``, ``data`` and tool
+    arguments are included by reference; anything else raises ``invalid_argument``."""
+    d: dict[str, Any] = _core.to_dict(obj)
+    return d
 
 
 # --------------------------------------------------------------------------- reading

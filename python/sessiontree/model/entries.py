@@ -45,11 +45,10 @@ from .messages import (
     _reading,
     _short,
     _Value,
-    message_to_dict,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
 __all__ = [
     "ENTRY_TYPES",
@@ -427,82 +426,23 @@ _KNOWN_ENTRY_CLASSES: Final = (
 """The classes of the entry types this version knows (``UnknownEntry`` holds the rest)."""
 
 
-# --------------------------------------------------------------------------- JSON codec
+# --------------------------------------------------------------------------- JSON reading
 
 
-class _Json:
-    """``json``'s encoder and decoder as the entry codec uses them, made on first use:
-    importing ``json`` (and ``re`` under it) is a quarter of ``import sessiontree``, and the
-    engine-backed storages encode and decode in Rust."""
+def _make_decoder() -> Any:
+    """``json``'s decoder, made on first use: importing ``json`` (and ``re`` under it) is a
+    quarter of ``import sessiontree``, and the engine-backed storages read in Rust."""
+    import json
 
-    def __init__(self) -> None:
-        import json
-
-        self.encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        # ``parse_constant`` turns Python's NaN/Infinity extension back into an error.
-        self.decoder = json.JSONDecoder(parse_constant=_reject_constant)
-        self.encode_str: Callable[[str], str] = json.encoder.encode_basestring
-        self.fast_encode = self._make_fast_encode(json.encoder)
-
-    def _make_fast_encode(self, encoder: Any) -> Callable[[Any, int], Any] | None:
-        """The C encoder ``self.encoder.encode`` builds on every call, built once.
-
-        ``JSONEncoder.encode`` spends about as long setting up ``json``'s C encoder as
-        running it on a small entry. This one has no circular-reference markers (a shared
-        markers dict could be corrupted by an exception or another thread); any failure, a
-        cycle included, is redone by ``self.encoder`` for its exact error.
-        ``c_make_encoder`` is undocumented, so it is only used if it exists, accepts this
-        call and matches ``self.encoder`` on a probe.
-        """
-        make = getattr(encoder, "c_make_encoder", None)
-        if make is None:
-            return None
-        probe = {"a": [1, -2.5, None, True, False, 'é\n\u2028"\\'], "b": {}, "": []}
-        try:
-            # (markers, default, encoder, indent, key_separator, item_separator, sort_keys,
-            # skipkeys, allow_nan), as ``JSONEncoder.iterencode`` passes them.
-            encode = make(
-                None,
-                self.encoder.default,
-                encoder.encode_basestring,
-                None,
-                ":",
-                ",",
-                False,
-                False,
-                False,
-            )
-            same = "".join(encode(probe, 0)) == self.encoder.encode(probe)
-        except Exception:
-            return None
-        if not same:
-            return None
-        try:
-            encode([float("nan")], 0)
-        except ValueError:  # refused, as ``allow_nan=False`` does
-            return encode  # type: ignore[no-any-return]
-        return None
+    # ``parse_constant`` turns Python's NaN/Infinity extension back into an error.
+    return json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_json: Final = once(_Json)
-
-
-def _dumps(obj: Any, what: str) -> bytes:
-    codec = _json()
-    if codec.fast_encode is not None:
-        try:
-            return "".join(codec.fast_encode(obj, 0)).encode("utf-8")
-        except Exception:
-            pass  # the path below raises the right error
-    try:
-        return codec.encoder.encode(obj).encode("utf-8")
-    except (TypeError, ValueError, RecursionError) as exc:
-        # ValueError covers NaN/Infinity, circular data and lone surrogates.
-        raise SessionError("invalid_argument", f"{what} is not valid JSON: {exc}") from None
+_decoder: Final = once(_make_decoder)
 
 
 def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
@@ -518,7 +458,7 @@ def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
             "invalid_argument", f"{what} must be bytes or str, got {type(raw).__name__}"
         )
     try:
-        return _json().decoder.decode(text)
+        return _decoder().decode(text)
     except ValueError as exc:
         raise _corrupt(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
@@ -527,8 +467,9 @@ def _loads(raw: bytes | bytearray | memoryview | str, what: str) -> Any:
 
 # --------------------------------------------------------------------------- entries: JSON
 #
-# Written and read by the model table (``_table``; the classes are registered with it
-# below the header).
+# Written by the engine's writer (``_core.to_json``/``to_dict``, driven by the model table)
+# and read by the model table (``_table``); the classes are registered with both below the
+# header.
 
 
 def entry_to_dict(entry: SessionTreeEntry) -> dict[str, Any]:
@@ -552,7 +493,8 @@ def entry_to_dict(entry: SessionTreeEntry) -> dict[str, Any]:
     """
     if not isinstance(entry, SessionTreeEntry) or entry.__class__ is SessionTreeEntry:
         raise SessionError("invalid_argument", f"not a session entry: {type(entry).__name__}")
-    return _table.to_json(entry)
+    d: dict[str, Any] = _core.to_dict(entry)
+    return d
 
 
 def entry_to_json(entry: SessionTreeEntry) -> bytes:
@@ -566,28 +508,20 @@ def entry_to_json(entry: SessionTreeEntry) -> bytes:
 
     Raises:
         SessionError: ``invalid_argument`` if ``entry`` is not an entry or holds values JSON
-            cannot carry (NaN or infinite floats, non-serialisable or circular ``details``).
+            cannot carry (NaN or infinite floats, non-serialisable or circular ``details``;
+            the message names the field); ``limit_exceeded`` if it nests deeper than a
+            session file may (128 levels).
+
+    The line is written in Rust from the model table (``rust/py/encode.rs``), byte for
+    byte as earlier versions wrote it; a subclass of an entry class is written as the
+    class it derives from.
 
     >>> entry_to_json(SessionInfoEntry(id="a1", parent_id=None, timestamp="T", name="é"))
     b'{"type":"session_info","id":"a1","parent_id":null,"timestamp":"T","name":"\\xc3\\xa9"}'
     """
-    codec = _json()
-    fast_encode = codec.fast_encode
-    if entry.__class__ is MessageEntry and fast_encode is not None and not entry._extra:
-        # The common append: the envelope is formatted here, only the message goes through
-        # the encoder. Any failure is left to the general path below for its error.
-        _encode_str = codec.encode_str
-        try:
-            parent = entry.parent_id
-            message = "".join(fast_encode(message_to_dict(entry.message), 0))
-            return (
-                f'{{"type":"message","id":{_encode_str(entry.id)},"parent_id":'
-                f"{'null' if parent is None else _encode_str(parent)},"
-                f'"timestamp":{_encode_str(entry.timestamp)},"message":{message}}}'
-            ).encode()
-        except Exception:
-            pass
-    return _dumps(entry_to_dict(entry), "entry")
+    if not isinstance(entry, SessionTreeEntry) or entry.__class__ is SessionTreeEntry:
+        raise SessionError("invalid_argument", f"not a session entry: {type(entry).__name__}")
+    return _core.to_json(entry, "entry")
 
 
 # --------------------------------------------------------------------------- entries: reading
@@ -772,7 +706,8 @@ def header_to_dict(header: SessionHeader) -> dict[str, Any]:
     """
     if not isinstance(header, SessionHeader):
         raise _invalid(header, "header", "a SessionHeader", header)
-    return _table.to_json(header)
+    d: dict[str, Any] = _core.to_dict(header)
+    return d
 
 
 def header_to_json(header: SessionHeader) -> bytes:
@@ -791,7 +726,9 @@ def header_to_json(header: SessionHeader) -> bytes:
     b'{"type":"session","version":3,"id":"s1","timestamp":"2026-11-30T16:48:30Z","cwd":"/",\
 "parent_session":null,"metadata":null}'
     """
-    return _dumps(header_to_dict(header), "header")
+    if not isinstance(header, SessionHeader):
+        raise _invalid(header, "header", "a SessionHeader", header)
+    return _core.to_json(header, "header")
 
 
 def header_from_dict(d: Any) -> SessionHeader:

@@ -623,7 +623,8 @@ def message_to_dict(message: AgentMessage) -> dict[str, Any]:
     """
     if not isinstance(message, _MESSAGE_CLASSES):
         raise SessionError("invalid_argument", f"not a message: {type(message).__name__}")
-    return _table.to_json(message)
+    d: dict[str, Any] = _core.to_dict(message)
+    return d
 
 
 def message_from_dict(d: Any) -> AgentMessage:

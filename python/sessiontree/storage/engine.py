@@ -18,7 +18,6 @@ from ..model.entries import (
     SessionTreeEntry,
     entry_from_dict,
     entry_from_json,
-    entry_to_json,
     header_from_dict,
     header_to_json,
 )
@@ -47,15 +46,6 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, Final
 
 __all__ = ["Limits"]
-
-
-def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
-    """The same entry line with ``parent_id`` replaced; every other field is kept."""
-    import json  # only forks rewrite lines; importing json costs ``import sessiontree``
-
-    d = json.loads(line)
-    d["parent_id"] = parent_id
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class Limits:
@@ -127,9 +117,8 @@ def _check_id_arg(name: str, value: object, *, optional: bool) -> None:
 # The binding builds the commonest entries (messages of the user, assistant and tool-result
 # roles) itself, straight from their lines; which types it builds is its own choice
 # (`DIRECT` in rust/py/build.rs), so it is handed every model class by name, and the shared
-# zero usage and cost that missing ones read as. Its encoder (rust/py/encode.rs) writes
-# the lines of appended entries from the same classes, and hands anything it does not
-# write itself to ``entry_to_json``.
+# zero usage and cost that missing ones read as. The lines of appended entries are written
+# by the engine's one writer (rust/py/encode.rs), which ``sessiontree.model`` registers.
 _MODEL_CLASSES: Final = {
     cls.__name__: cls
     for cls in (
@@ -143,7 +132,6 @@ _MODEL_CLASSES: Final = {
     )
 }
 _core._register_model(_MODEL_CLASSES, {"Usage": _ZERO_USAGE, "Cost": _ZERO_COST})
-_core._register_encoder(_MODEL_CLASSES, entry_to_json)
 
 # What the engine stands in for when it stamps and writes a message in one call
 # (``append_message``): a subclass that overrides any of these appends the generic way.
@@ -549,7 +537,8 @@ class _EngineStorage(SessionStorage):
                 if parents[k] != new_key or (
                     new_key < 0 and _core.json_loads(lines[j]).get("parent_id") is not None
                 ):
-                    lines[j] = _reparent_line(
+                    # Every other byte of the line is kept (rust/engine/fork.rs).
+                    lines[j] = _core.reparent_line(
                         lines[j], None if new_key < 0 else engine.id_of(new_key)
                     )
             return lines
