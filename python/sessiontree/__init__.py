@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         get_entries_to_fork,
         is_valid_session_id,
     )
+    from .search import SearchHit
 
 __version__ = "0.1.0"
 
@@ -130,6 +131,8 @@ _LAZY: dict[str, str] = {
     "ClaudeAgentSessionStore": ".adapters.claude_agent_sdk",
     "OpenAIAgentsSession": ".adapters.openai_agents",
     "PydanticAIConversationStore": ".adapters.pydantic_ai",
+    # Search results (sessiontree.search).
+    "SearchHit": ".search",
 }
 
 
@@ -195,6 +198,7 @@ __all__ = [
     "PostgresSessionRepo",
     "PostgresSessionStorage",
     "PydanticAIConversationStore",
+    "SearchHit",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",

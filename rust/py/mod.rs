@@ -15,6 +15,7 @@ mod build;
 mod encode;
 mod lazy;
 mod pyjson;
+mod search;
 mod shared;
 mod tree;
 
@@ -1105,6 +1106,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lazy::gc_track, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;
+    search::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     add_constants(m)
 }

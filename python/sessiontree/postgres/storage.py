@@ -614,6 +614,10 @@ class PostgresSessionStorage(_EngineStorage):
         assert data is not None
         return data
 
+    def search_document(self) -> bytes:
+        """The document (:meth:`to_jsonl`): what a search reads."""
+        return self.to_jsonl()
+
     # -- listing ---------------------------------------------------------------------
 
     def get_first_message(self, role: str) -> MessageEntry | None:

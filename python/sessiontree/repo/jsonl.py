@@ -8,7 +8,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final, Literal
 
@@ -16,6 +16,7 @@ from .._util import fspath_arg, uuid7
 from ..errors import SessionError
 from ..model.entries import SessionHeader
 from ..model.types import SessionMetadata
+from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
 from ..storage import (
     DURABILITY_MODES,
@@ -355,6 +356,30 @@ class JsonlSessionRepo(SessionRepo):
         if changed:
             self._save_cache(seen)
         return out
+
+    # -- search ----------------------------------------------------------------------
+
+    def _search_rows(self, plan: SearchPlan) -> builtins.list[SessionMetadata]:
+        """The sessions a search reads: every listed file that could be read."""
+        return [m for m in self.list(cwd=plan.cwd) if m.error is None and m.path is not None]
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        """Scans the files (every core; see ``docs/search.md``), or asks the search index
+        when one was built (:meth:`build_search_index`), bringing it up to date first."""
+        rows = self._search_rows(plan)
+        paths = {m.id: m.path for m in rows if m.path is not None}
+
+        def branch_of(sid: str, ids: Sequence[str]) -> set[str]:
+            try:
+                storage = JsonlSessionStorage.open(paths[sid], readonly=True, limits=self._limits)
+            except SessionError:
+                return set()
+            try:
+                return branch_members(storage, ids)
+            finally:
+                storage.close()
+
+        return plan.scan(list(paths.items()), branch_of)
 
     # -- delete ----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 from .._util import uuid7
 from ..errors import SessionError
 from ..model.types import SessionMetadata
+from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
 from ..storage import (
     InMemorySessionStorage,
@@ -145,6 +146,15 @@ class InMemorySessionRepo(SessionRepo):
             storage = InMemorySessionStorage.from_jsonl(doc)
             fork = self._sessions[new_id] = _MemoryRecord(storage)
             return self._handle(fork)
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        wanted = {m.id for m in self.list(cwd=plan.cwd)}
+        with self._lock:
+            storages = {
+                sid: r.storage for sid, r in self._sessions.items() if sid in wanted
+            }
+            sources = [(sid, st.to_jsonl()) for sid, st in storages.items()]
+        return plan.scan(sources, lambda sid, ids: branch_members(storages[sid], ids))
 
     def __len__(self) -> int:
         return len(self._sessions)
