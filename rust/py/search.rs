@@ -108,5 +108,30 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(search_terms, m)?)?;
     m.add_function(wrap_pyfunction!(search_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(search_entry_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(search_extract, m)?)?;
     Ok(())
+}
+
+/// `(type, id, timestamp, role, texts)` of an entry.
+type EntryTexts = (String, String, String, Option<String>, Vec<String>);
+/// `(end offset, header line, legacy, [(offset, length, tokens)])` of a file.
+type ExtractTuple = (u64, Vec<u8>, bool, Vec<(u64, u64, String)>);
+
+/// The searched facts of one entry line (sessiontree's dialect): `(type, id, timestamp,
+/// role, texts)`, or `None` for a line that is not an entry.
+#[pyfunction]
+fn search_entry_texts(line: &str) -> Option<EntryTexts> {
+    crate::engine::search::entry::entry_text(line)
+        .map(|e| (e.entry_type, e.id, e.timestamp, e.role, e.texts))
+}
+
+/// What the search index stores of file `path` from byte `start`: `(end offset, header
+/// line, legacy, [(offset, length, tokens joined by spaces)])`.
+#[pyfunction]
+fn search_extract(py: Python<'_>, path: PathBuf, start: u64) -> PyResult<ExtractTuple> {
+    let x = py
+        .detach(|| crate::engine::search::scan::extract(&path, start))
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
+    Ok((x.end, x.header, x.legacy, x.rows))
 }

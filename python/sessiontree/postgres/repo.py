@@ -10,7 +10,7 @@ from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
-from ..model.entries import entry_to_json
+from ..model.entries import SessionTreeEntry, entry_to_json
 from ..model.types import SessionMetadata
 from ..repo.base import (
     ForkPosition,
@@ -177,6 +177,13 @@ class PostgresSessionRepo(SessionRepo):
             limits=self._limits,
         )
         return Session(storage)
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, read without the session's lock (see ``SessionRepo.read_entry``)."""
+        if not isinstance(entry_id, str):
+            raise SessionError("invalid_argument", "entry_id must be a str")
+        with self.open_readonly(ref) as session:
+            return session.get_entry(entry_id)
 
     # -- list ------------------------------------------------------------------------
 

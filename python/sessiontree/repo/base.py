@@ -14,6 +14,7 @@ from .._util import check_text, uuid7
 from ..errors import SessionError
 from ..model.entries import (
     SessionHeader,
+    SessionTreeEntry,
     header_to_json,
 )
 from ..model.types import SessionMetadata
@@ -297,6 +298,7 @@ class SessionRepo(abc.ABC):
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
         branch_only: bool = False,
         order: SearchOrder = "relevance",
         limit: int = 50,
@@ -321,6 +323,7 @@ class SessionRepo(abc.ABC):
                 naive times are UTC).
             until: keep entries before this time.
             cwd: keep only the sessions of this working directory.
+            session_id: search only this session.
             branch_only: keep only entries on their session's current branch.
             order: ``"relevance"`` (best score, then newest) or ``"newest"``.
             limit: the most hits to return (1 to 10,000).
@@ -346,11 +349,26 @@ class SessionRepo(abc.ABC):
             since=since,
             until=until,
             cwd=cwd,
+            session_id=session_id,
             branch_only=branch_only,
             order=order,
             limit=limit,
         )
         return self._search(plan)
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry of a session, read without taking the session's writer lock (so
+        it works while an agent is writing it): how a search hit is opened.
+
+        The default opens the session (``locked`` while a writer has it); the
+        repositories of this package read it without opening a writer.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown session, ``invalid_id``.
+        """
+        _check_fork_args(entry_id, "at")
+        with self.open(ref) as session:
+            return session.get_entry(entry_id)
 
     def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
         """Runs a checked search. The default opens every listed session in turn (a
@@ -359,6 +377,8 @@ class SessionRepo(abc.ABC):
         docs: builtins.list[tuple[str, bytes]] = []
         members: dict[str, set[str]] = {}
         for meta in self.list(cwd=plan.cwd):
+            if not plan.wants(meta.id):
+                continue
             with self.open(meta) as session:
                 doc = session.storage.search_document()
                 if isinstance(doc, str):

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from .._util import fspath_arg, uuid7
 from ..errors import SessionError
-from ..model.entries import SessionHeader
+from ..model.entries import SessionHeader, SessionTreeEntry
 from ..model.types import SessionMetadata
 from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
@@ -359,9 +359,20 @@ class JsonlSessionRepo(SessionRepo):
 
     # -- search ----------------------------------------------------------------------
 
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, read from the file without a lock (see :meth:`SessionRepo.read_entry`)."""
+        _check_fork_args(entry_id, "at")
+        _, path = self._path(ref)
+        with JsonlSessionStorage.open(path, readonly=True, limits=self._limits) as storage:
+            return storage.get_entry(entry_id)
+
     def _search_rows(self, plan: SearchPlan) -> builtins.list[SessionMetadata]:
         """The sessions a search reads: every listed file that could be read."""
-        return [m for m in self.list(cwd=plan.cwd) if m.error is None and m.path is not None]
+        return [
+            m
+            for m in self.list(cwd=plan.cwd)
+            if m.error is None and m.path is not None and plan.wants(m.id)
+        ]
 
     def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
         """Scans the files (every core; see ``docs/search.md``), or asks the search index

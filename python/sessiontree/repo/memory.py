@@ -10,6 +10,7 @@ from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
+from ..model.entries import SessionTreeEntry
 from ..model.types import SessionMetadata
 from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
@@ -147,8 +148,14 @@ class InMemorySessionRepo(SessionRepo):
             fork = self._sessions[new_id] = _MemoryRecord(storage)
             return self._handle(fork)
 
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, also while the session is open for writing."""
+        _check_fork_args(entry_id, "at")
+        with self._lock:
+            return self._record(ref).storage.get_entry(entry_id)
+
     def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
-        wanted = {m.id for m in self.list(cwd=plan.cwd)}
+        wanted = {m.id for m in self.list(cwd=plan.cwd) if plan.wants(m.id)}
         with self._lock:
             storages = {
                 sid: r.storage for sid, r in self._sessions.items() if sid in wanted

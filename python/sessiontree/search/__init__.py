@@ -129,9 +129,14 @@ class SearchPlan:
     since_ms: int | None
     until_ms: int | None
     cwd: str | None
+    session_id: str | None
     branch_only: bool
     order: SearchOrder
     limit: int
+
+    def wants(self, session_id: str) -> bool:
+        """Whether the session ``session_id`` is searched (``session_id=`` given)."""
+        return self.session_id is None or session_id == self.session_id
 
     def scan(
         self,
@@ -244,6 +249,7 @@ def search_plan(
     since: object = None,
     until: object = None,
     cwd: object = None,
+    session_id: object = None,
     branch_only: object = False,
     order: object = "relevance",
     limit: object = 50,
@@ -279,6 +285,10 @@ def search_plan(
             raise SessionError("invalid_argument", "cwd must be a str, os.PathLike or None")
         cwd_text = os.fspath(cwd)
         check_text("cwd", cwd_text)
+    if session_id is not None:
+        if not isinstance(session_id, str):
+            raise SessionError("invalid_argument", "session_id must be a str or None")
+        check_text("session_id", session_id)
     return SearchPlan(
         query=query,
         terms=terms,
@@ -287,6 +297,7 @@ def search_plan(
         since_ms=_time_ms("since", since),
         until_ms=_time_ms("until", until),
         cwd=cwd_text,
+        session_id=session_id,
         branch_only=branch_only,
         order=order,  # type: ignore[arg-type]  # checked above
         limit=limit,

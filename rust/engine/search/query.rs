@@ -189,8 +189,8 @@ mod tests {
 
     #[test]
     fn parses_words_phrases_exclusions_prefixes() {
-        let q = Query::parse(r#"Retry "connection  refused" -flaky back* snake_case -"a b"*"#)
-            .unwrap();
+        let q =
+            Query::parse(r#"Retry "connection  refused" -flaky back* snake_case -"a b"*"#).unwrap();
         assert_eq!(
             q.terms,
             [

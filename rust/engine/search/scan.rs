@@ -124,12 +124,18 @@ pub fn parse_ms(s: &str) -> Option<i64> {
     };
     let mut ms = 0i64;
     if matches!(b.get(at), Some(b'.' | b',')) {
-        let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let digits = b[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
         if digits == 0 {
             return None;
         }
         for k in 0..3 {
-            ms = ms * 10 + b.get(at + 1 + k).filter(|c| k < digits && c.is_ascii_digit()).map_or(0, |c| i64::from(c - b'0'));
+            ms = ms * 10
+                + b.get(at + 1 + k)
+                    .filter(|c| k < digits && c.is_ascii_digit())
+                    .map_or(0, |c| i64::from(c - b'0'));
         }
         at += 1 + digits;
     }
@@ -223,7 +229,10 @@ fn cmp_keys(
     a: (f64, Option<i64>, &str, &str),
     b: (f64, Option<i64>, &str, &str),
 ) -> Ordering {
-    let by_time = b.1.cmp(&a.1).then_with(|| a.2.cmp(b.2)).then_with(|| a.3.cmp(b.3));
+    let by_time =
+        b.1.cmp(&a.1)
+            .then_with(|| a.2.cmp(b.2))
+            .then_with(|| a.3.cmp(b.3));
     match order {
         Order::Relevance => b.0.total_cmp(&a.0).then(by_time),
         Order::Newest => by_time,
@@ -242,8 +251,11 @@ pub fn sort_hits(order: Order, hits: &mut [Hit]) {
 impl Best {
     fn wants(&self, score: f64, ts: Option<i64>, sid: &str, eid: &str) -> bool {
         self.bar.as_ref().is_none_or(|bar| {
-            cmp_keys(self.order, (score, ts, sid, eid), (bar.0, bar.1, &bar.2, &bar.3))
-                == Ordering::Less
+            cmp_keys(
+                self.order,
+                (score, ts, sid, eid),
+                (bar.0, bar.1, &bar.2, &bar.3),
+            ) == Ordering::Less
         })
     }
 
@@ -299,12 +311,12 @@ impl Searcher {
             }
         }
         if let Some(since) = self.filters.since_ms {
-            if !ts.is_some_and(|t| t >= since) {
+            if ts.is_none_or(|t| t < since) {
                 return false;
             }
         }
         if let Some(until) = self.filters.until_ms {
-            if !ts.is_some_and(|t| t < until) {
+            if ts.is_none_or(|t| t >= until) {
                 return false;
             }
         }
@@ -342,7 +354,9 @@ impl Searcher {
 
     /// Searches one session document (header line first).
     fn document(&self, doc: usize, sid: &str, data: &[u8], best: &mut Best) {
-        let Some(nl) = memchr(b'\n', data) else { return };
+        let Some(nl) = memchr(b'\n', data) else {
+            return;
+        };
         let Ok(header) = std::str::from_utf8(&data[..nl]) else {
             return;
         };
@@ -358,7 +372,10 @@ impl Searcher {
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
         while pos < data.len() {
-            let Some(m) = self.prefilter.search(&Input::new(data).span(pos..data.len())) else {
+            let Some(m) = self
+                .prefilter
+                .search(&Input::new(data).span(pos..data.len()))
+            else {
                 break;
             };
             let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
@@ -367,7 +384,9 @@ impl Searcher {
                 break;
             };
             pos = end + 1;
-            let raw = data[start..end].strip_suffix(b"\r").unwrap_or(&data[start..end]);
+            let raw = data[start..end]
+                .strip_suffix(b"\r")
+                .unwrap_or(&data[start..end]);
             let Ok(text) = std::str::from_utf8(raw) else {
                 continue;
             };
@@ -391,7 +410,13 @@ impl Searcher {
     /// Searches `docs` on up to `threads` threads; the best `limit` hits (all with
     /// `None`), best first. A file that cannot be read (deleted since it was listed) is
     /// skipped.
-    pub fn run(&self, docs: &[Doc], order: Order, limit: Option<usize>, threads: usize) -> Vec<Hit> {
+    pub fn run(
+        &self,
+        docs: &[Doc],
+        order: Order,
+        limit: Option<usize>,
+        threads: usize,
+    ) -> Vec<Hit> {
         let next = AtomicUsize::new(0);
         let results = Mutex::new(Vec::new());
         let threads = threads.clamp(1, docs.len().max(1));
@@ -487,4 +512,86 @@ mod tests {
         assert_eq!(parse_ms("1970-01-01T01:00:00+01:00"), Some(0));
         assert_eq!(parse_ms("nope"), None);
     }
+}
+
+/// What the search index stores of a session file's lines: see [`extract`].
+#[derive(Debug, Default)]
+pub struct Extracted {
+    /// The offset just past the last complete line read.
+    pub end: u64,
+    /// The header line (no newline).
+    pub header: Vec<u8>,
+    /// Whether the file is pi v1 (ids come from line numbers): the index leaves such
+    /// files to the scan.
+    pub legacy: bool,
+    /// Per entry line with searched text: (offset, length, its tokens joined by spaces).
+    pub rows: Vec<(u64, u64, String)>,
+}
+
+/// Reads session file `path` from byte `from` (0: the start; the header is never a row)
+/// to its last complete line, and gives the tokens of each entry line's searched texts
+/// (the same texts and tokens the scan matches).
+///
+/// # Errors
+/// The file cannot be read.
+pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    let mut head = Vec::new();
+    (&mut file).take(1 << 16).read_to_end(&mut head)?;
+    let mut out = Extracted::default();
+    let Some(nl) = memchr(b'\n', &head) else {
+        return Ok(out);
+    };
+    out.header = head[..nl].to_vec();
+    let header = String::from_utf8_lossy(&head[..nl]).into_owned();
+    let firsts = head[nl + 1..]
+        .split(|&b| b == b'\n')
+        .take(4)
+        .filter_map(|l| std::str::from_utf8(l).ok());
+    let dialect = detect(header.trim_end_matches('\r'), firsts).unwrap_or_default();
+    let start = from.max(nl as u64 + 1);
+    out.end = start;
+    if dialect == Dialect::Pi(1) {
+        out.legacy = true;
+        return Ok(out);
+    }
+    file.seek(SeekFrom::Start(start))?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data)?;
+    let Some(last) = memrchr(b'\n', &data) else {
+        return Ok(out);
+    };
+    out.end = start + last as u64 + 1;
+    let mut pos = 0usize;
+    while pos <= last {
+        let end = memchr(b'\n', &data[pos..]).map_or(last, |i| pos + i);
+        let raw = data[pos..end]
+            .strip_suffix(b"\r")
+            .unwrap_or(&data[pos..end]);
+        if let Ok(text) = std::str::from_utf8(raw) {
+            let native = if dialect.is_pi() {
+                entry_to_native(text, dialect, None).ok()
+            } else {
+                None
+            };
+            if let Some(e) = entry_text(native.as_deref().unwrap_or(text)) {
+                let mut toks = String::new();
+                for t in &e.texts {
+                    super::tokens::each_token(t, |s, e| {
+                        if !toks.is_empty() {
+                            toks.push(' ');
+                        }
+                        toks.push_str(&super::tokens::lowercase(&t[s..e]));
+                    });
+                }
+                if !toks.is_empty() {
+                    out.rows
+                        .push((start + pos as u64, (end - pos) as u64, toks));
+                }
+            }
+        }
+        pos = end + 1;
+    }
+    Ok(out)
 }

@@ -161,12 +161,16 @@ mod tests {
     fn words_and_their_parts() {
         assert_eq!(
             words("Retry snake_case dotted.names paths/like/this v1.2"),
-            [
-                "retry", "snake", "case", "dotted", "names", "paths", "like", "this", "v1", "2"
-            ]
+            ["retry", "snake", "case", "dotted", "names", "paths", "like", "this", "v1", "2"]
         );
-        assert_eq!(words("«Café» au lait—déjà vu"), ["café", "au", "lait", "déjà", "vu"]);
-        assert_eq!(words("東京タワーに行く"), ["東", "京", "タワー", "に", "行", "く"]);
+        assert_eq!(
+            words("«Café» au lait—déjà vu"),
+            ["café", "au", "lait", "déjà", "vu"]
+        );
+        assert_eq!(
+            words("東京タワーに行く"),
+            ["東", "京", "タワー", "に", "行", "く"]
+        );
         assert_eq!(words("party 🎉🎉 time"), ["party", "🎉", "🎉", "time"]);
         assert_eq!(words("ÉCOLE İstanbul"), ["école", "istanbul"]);
         assert!(words(" ,.;:!?()[]{}<>\"'\u{0}\t\n").is_empty());
