@@ -110,6 +110,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_documents, m)?)?;
     m.add_function(wrap_pyfunction!(search_entry_texts, m)?)?;
     m.add_function(wrap_pyfunction!(search_extract, m)?)?;
+    m.add_function(wrap_pyfunction!(search_line_tokens, m)?)?;
     Ok(())
 }
 
@@ -134,4 +135,16 @@ fn search_extract(py: Python<'_>, path: PathBuf, start: u64) -> PyResult<Extract
         .detach(|| crate::engine::search::scan::extract(&path, start))
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
     Ok((x.end, x.header, x.legacy, x.rows))
+}
+
+/// [`line_tokens`](crate::engine::search::scan::line_tokens) of each line: what
+/// PostgreSQL's search column holds.
+#[pyfunction]
+fn search_line_tokens(py: Python<'_>, lines: Vec<Vec<u8>>, pi: bool) -> Vec<String> {
+    py.detach(|| {
+        lines
+            .iter()
+            .map(|l| crate::engine::search::scan::line_tokens(l, pi))
+            .collect()
+    })
 }

@@ -253,7 +253,7 @@ pub fn snippet(texts: &[String], m: &Matched) -> (String, Vec<(usize, usize)>) {
             space = true;
             continue;
         }
-        if space && !out.is_empty() && !out.ends_with('…') {
+        if space && shown > 0 {
             out.push(' ');
             n_chars += 1;
             shown += 1;
@@ -305,6 +305,8 @@ mod tests {
         assert!(hit("snake_case", &["use snake_case here"]).is_some());
         assert!(hit("case", &["use snake_case here"]).is_some());
         assert!(hit("東京", &["私は東京に行く"]).is_some());
+        let (s, _) = hit("for", &["SELECT … FOR UPDATE"]).unwrap();
+        assert_eq!(s, "SELECT … **FOR** UPDATE");
     }
 
     #[test]

@@ -595,3 +595,28 @@ pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> 
     }
     Ok(out)
 }
+
+/// The tokens of one entry line's searched texts, joined by spaces (`""` when it has no
+/// searched text); `pi` for a line in pi's (v3) dialect.
+pub fn line_tokens(line: &[u8], pi: bool) -> String {
+    let Ok(text) = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line)) else {
+        return String::new();
+    };
+    let native = if pi {
+        entry_to_native(text, Dialect::Pi(3), None).ok()
+    } else {
+        None
+    };
+    let mut toks = String::new();
+    if let Some(e) = entry_text(native.as_deref().unwrap_or(text)) {
+        for t in &e.texts {
+            super::tokens::each_token(t, |s, e| {
+                if !toks.is_empty() {
+                    toks.push(' ');
+                }
+                toks.push_str(&super::tokens::lowercase(&t[s..e]));
+            });
+        }
+    }
+    toks
+}
