@@ -16,7 +16,8 @@ from .._util import fspath_arg, uuid7
 from ..errors import SessionError
 from ..model.entries import SessionHeader, SessionTreeEntry
 from ..model.types import SessionMetadata
-from ..search import SearchHit, SearchPlan, branch_members
+from ..search import SearchHit, SearchPlan, branch_members, search_plan
+from ..search.index import SearchIndex
 from ..session import Session
 from ..storage import (
     DURABILITY_MODES,
@@ -379,6 +380,10 @@ class JsonlSessionRepo(SessionRepo):
         when one was built (:meth:`build_search_index`), bringing it up to date first."""
         rows = self._search_rows(plan)
         paths = {m.id: m.path for m in rows if m.path is not None}
+        index = SearchIndex(self._root)
+        sources: builtins.list[tuple[str, bytes | str]] | None = None
+        if index.exists():
+            sources = index.sources(rows, plan.terms)
 
         def branch_of(sid: str, ids: Sequence[str]) -> set[str]:
             try:
@@ -390,7 +395,23 @@ class JsonlSessionRepo(SessionRepo):
             finally:
                 storage.close()
 
-        return plan.scan(list(paths.items()), branch_of)
+        if sources is None:
+            sources = builtins.list(paths.items())
+        return plan.scan(sources, branch_of)
+
+    def build_search_index(self) -> None:
+        """Builds (or brings up to date) the search index beside the sessions, in
+        ``<root>/.sessiontree-search/``: from then on every :meth:`search` brings it up
+        to date first (reading only what was appended since) and asks it for candidates
+        instead of scanning every file. Deleting the folder is always safe; a search
+        never waits for a build (while one runs elsewhere, searches scan).
+        """
+        SearchIndex(self._root).build(self._search_rows(search_plan("x")))
+
+    def search_index_status(self) -> str:
+        """``"ready"`` when a search index exists (see :meth:`build_search_index`),
+        else ``"none"``."""
+        return "ready" if SearchIndex(self._root).exists() else "none"
 
     # -- delete ----------------------------------------------------------------------
 
