@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::query::{Query, Term};
-use super::tokens::{tokenize, Token};
+use super::tokens::{tokenize, Tokens};
 
 /// The searchable facts of one entry line.
 #[derive(Debug)]
@@ -122,7 +122,7 @@ pub struct Matched {
     /// The relevance score (see [`score`]).
     pub score: f64,
     /// The texts' tokens.
-    pub tokens: Vec<Vec<Token>>,
+    pub tokens: Vec<Tokens>,
     /// Where the positive terms matched.
     pub matches: Vec<Match>,
 }
@@ -144,23 +144,37 @@ fn term_matches(term: &Term, fields: &[Vec<&str>], out: Option<&mut Vec<Match>>)
 }
 
 /// The score of an entry: for each positive term `1 + ln(count)`, summed, divided by
-/// `1 + ln(1 + n / 100)` for an entry of `n` tokens. It depends on the entry alone, so
-/// every backend ranks alike.
-pub fn score(counts: &[usize], n_tokens: usize) -> f64 {
+/// `1 + ln(1 + n / 600)` for an entry of `n` bytes of searched text (about 100 words). It
+/// depends on the entry alone, so every backend ranks alike.
+pub fn score(counts: &[usize], n_bytes: usize) -> f64 {
     let tf: f64 = counts.iter().map(|&c| 1.0 + (c as f64).ln()).sum();
     #[allow(clippy::cast_precision_loss)]
-    let norm = 1.0 + (1.0 + n_tokens as f64 / 100.0).ln();
+    let norm = 1.0 + (1.0 + n_bytes as f64 / 600.0).ln();
     // Rounded, so a score printed and read back (JSON) compares equal.
     (tf / norm * 1e6).round() / 1e6
 }
 
 /// Matches `texts` against `query`: `None` unless every positive term and no excluded
-/// term is found.
-pub fn match_texts(query: &Query, texts: &[String]) -> Option<Matched> {
-    let tokens: Vec<Vec<Token>> = texts.iter().map(|t| tokenize(t)).collect();
+/// term is found. `might(text)` may tell that a text holds none of the query's tokens
+/// (a literal prefilter): such a text is not tokenised.
+pub fn match_texts(
+    query: &Query,
+    texts: &[String],
+    might: Option<&dyn Fn(&str) -> bool>,
+) -> Option<Matched> {
+    let tokens: Vec<Tokens> = texts
+        .iter()
+        .map(|t| {
+            if might.is_none_or(|m| m(t)) {
+                tokenize(t)
+            } else {
+                Tokens::default()
+            }
+        })
+        .collect();
     let fields: Vec<Vec<&str>> = tokens
         .iter()
-        .map(|ts| ts.iter().map(|t| t.text.as_str()).collect())
+        .map(|ts| ts.list.iter().map(|t| ts.text(t)).collect())
         .collect();
     let mut matches = Vec::new();
     let mut counts = Vec::new();
@@ -177,7 +191,7 @@ pub fn match_texts(query: &Query, texts: &[String]) -> Option<Matched> {
             counts.push(c);
         }
     }
-    let n: usize = fields.iter().map(Vec::len).sum();
+    let n: usize = texts.iter().map(String::len).sum();
     Some(Matched {
         score: score(&counts, n),
         tokens,
@@ -201,7 +215,7 @@ pub fn snippet(texts: &[String], m: &Matched) -> (String, Vec<(usize, usize)>) {
         return (String::new(), Vec::new());
     };
     let text = &texts[field];
-    let toks = &m.tokens[field];
+    let toks = &m.tokens[field].list;
     // Byte spans of the matches in this text, merged.
     let mut spans: Vec<(usize, usize)> = m
         .matches
@@ -288,7 +302,7 @@ mod tests {
     fn hit(q: &str, texts: &[&str]) -> Option<(String, Vec<(usize, usize)>)> {
         let query = Query::parse(q).unwrap();
         let texts: Vec<String> = texts.iter().map(|s| (*s).to_owned()).collect();
-        match_texts(&query, &texts).map(|m| snippet(&texts, &m))
+        match_texts(&query, &texts, None).map(|m| snippet(&texts, &m))
     }
 
     #[test]

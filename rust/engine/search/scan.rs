@@ -182,29 +182,55 @@ fn lit(out: &mut String, c: char) {
     }
 }
 
-/// The prefilter: the needle in every case form, or a JSON `\u` escape.
-fn prefilter(needle: &str) -> Result<Regex, EngineError> {
-    let mut pat = String::from("(?:");
+/// `needle` in every case form, as a regex.
+fn case_forms(pat: &mut String, needle: &str) {
     for c in needle.chars() {
         let variants = upper_variants(c);
         if variants.is_empty() {
-            lit(&mut pat, c);
+            lit(pat, c);
         } else {
             pat.push('[');
-            lit(&mut pat, c);
+            lit(pat, c);
             for &v in variants {
-                lit(&mut pat, v);
+                lit(pat, v);
             }
             pat.push(']');
         }
     }
-    pat.push_str(")|\\\\u");
-    Regex::new(&pat).map_err(|e| {
+}
+
+fn compile(pat: &str) -> Result<Regex, EngineError> {
+    Regex::new(pat).map_err(|e| {
         EngineError::new(
             ErrorCode::InvalidArgument,
             format!("the query cannot be searched for: {e}"),
         )
     })
+}
+
+/// The line prefilter: the needle in every case form, or a JSON `\u` escape.
+fn prefilter(needle: &str) -> Result<Regex, EngineError> {
+    let mut pat = String::from("(?:");
+    case_forms(&mut pat, needle);
+    pat.push_str(")|\\\\u");
+    compile(&pat)
+}
+
+/// The text prefilter: any token of any term (a prefix as what it starts with), in every
+/// case form. A decoded text without one has no match of any term.
+fn any_token(query: &Query) -> Result<Regex, EngineError> {
+    let mut pat = String::new();
+    for t in &query.terms {
+        for tok in &t.tokens {
+            if !pat.is_empty() {
+                pat.push('|');
+            }
+            pat.push_str("(?:");
+            case_forms(&mut pat, tok);
+            pat.push(')');
+        }
+    }
+    compile(&pat)
 }
 
 /// A query ready to run over documents.
@@ -213,6 +239,7 @@ pub struct Searcher {
     query: Query,
     filters: Filters,
     prefilter: Regex,
+    any_token: Regex,
 }
 
 /// The best hits seen so far, kept to about `limit`.
@@ -287,10 +314,12 @@ impl Searcher {
     pub fn new(query: &str, filters: Filters) -> Result<Searcher, EngineError> {
         let query = Query::parse(query)?;
         let prefilter = prefilter(query.needle())?;
+        let any_token = any_token(&query)?;
         Ok(Searcher {
             query,
             filters,
             prefilter,
+            any_token,
         })
     }
 
@@ -330,7 +359,8 @@ impl Searcher {
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
             return;
         }
-        let Some(m) = match_texts(&self.query, &e.texts) else {
+        let might = |t: &str| self.any_token.is_match(t.as_bytes());
+        let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
             return;
         };
         // A duplicated id names its first line (the format's rule).
@@ -619,4 +649,43 @@ pub fn line_tokens(line: &[u8], pi: bool) -> String {
         }
     }
     toks
+}
+
+#[cfg(test)]
+mod timing {
+    /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement on local files"]
+    fn where_the_time_goes() {
+        let Ok(dir) = std::env::var("SEARCH_TIMING_DIR") else {
+            return;
+        };
+        let mut lines = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let data = std::fs::read(e.unwrap().path()).unwrap();
+            for l in data.split(|&b| b == b'\n').skip(1) {
+                if memchr::memmem::find(&l.to_ascii_lowercase(), b"merge").is_some() {
+                    lines.push(String::from_utf8(l.to_vec()).unwrap());
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        let texts: Vec<_> = lines.iter().filter_map(|l| super::entry_text(l)).collect();
+        println!("{} lines, json {:?}", lines.len(), t.elapsed());
+        let t = std::time::Instant::now();
+        let mut n = 0;
+        for e in &texts {
+            for x in &e.texts {
+                n += super::super::tokens::tokenize(x).list.len();
+            }
+        }
+        println!("tokenize {:?} ({n} tokens)", t.elapsed());
+        let q = super::Query::parse("merge").unwrap();
+        let t = std::time::Instant::now();
+        let m = texts
+            .iter()
+            .filter(|e| super::match_texts(&q, &e.texts, None).is_some())
+            .count();
+        println!("match_texts {:?} ({m})", t.elapsed());
+    }
 }

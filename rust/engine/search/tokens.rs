@@ -14,15 +14,35 @@ use std::sync::OnceLock;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-/// One token of a text: its lowercased form and where it is (byte offsets).
+/// One token of a text: where its lowercased form is in [`Tokens::low`] and where it is
+/// in the text (byte offsets).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
-    /// The lowercased token.
-    pub text: String,
+    /// Its lowercased form: `low[lo..hi]`.
+    pub lo: usize,
+    /// See `lo`.
+    pub hi: usize,
     /// Byte offset of its first character in the text.
     pub start: usize,
     /// Byte offset just past its last character.
     pub end: usize,
+}
+
+/// The tokens of a text, their lowercased forms in one string (one allocation a text,
+/// not one a token).
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    /// Every token's lowercase, back to back.
+    pub low: String,
+    /// The tokens, in order.
+    pub list: Vec<Token>,
+}
+
+impl Tokens {
+    /// The lowercased text of token `t`.
+    pub fn text(&self, t: &Token) -> &str {
+        &self.low[t.lo..t.hi]
+    }
 }
 
 /// The lowercase of one character: the first character of its full lowercase (only `İ`
@@ -61,29 +81,56 @@ fn is_punctuation(c: char) -> bool {
     }
 }
 
-/// Calls `f(start, end)` for every token of `text` (byte offsets), in order.
+/// Whether UAX #29 never puts a word boundary between two token characters of the
+/// scripts below U+0E00 (Latin, Greek, Cyrillic, Hebrew, Arabic, Indic, ...) and Latin and
+/// Greek Extended: their letters, digits and marks join (WB5-WB13), so a run of them is one
+/// word and needs no segmentation pass.
+fn joins(c: char) -> bool {
+    let u = c as u32;
+    u < 0x0E00 || (0x1E00..0x2000).contains(&u)
+}
+
+/// Calls `f(start, end)` for every token of `text` (byte offsets), in order: each run of
+/// token characters, cut again at its Unicode word boundaries when it holds characters
+/// UAX #29 may separate (ideographs, kana, emoji, Thai, ...).
 pub fn each_token(text: &str, mut f: impl FnMut(usize, usize)) {
-    // ASCII-only words need no UAX #29 pass: the cut at non-token characters alone gives
-    // the same tokens, and it is several times faster.
     if text.is_ascii() {
         ascii_runs(text.as_bytes(), 0, &mut f);
         return;
     }
-    for (at, word) in text.split_word_bound_indices() {
-        let mut start = None;
-        for (i, c) in word.char_indices() {
-            match (is_token_char(c), start) {
-                (true, None) => start = Some(i),
-                (false, Some(s)) => {
-                    f(at + s, at + i);
-                    start = None;
-                }
-                _ => {}
+    let run = |s: usize, e: usize, simple: bool, f: &mut dyn FnMut(usize, usize)| {
+        if simple {
+            f(s, e);
+        } else {
+            for (at, word) in text[s..e].split_word_bound_indices() {
+                f(s + at, s + at + word.len());
             }
         }
-        if let Some(s) = start {
-            f(at + s, at + word.len());
+    };
+    let b = text.as_bytes();
+    let mut start: Option<(usize, bool)> = None;
+    let mut i = 0;
+    while i < b.len() {
+        // ASCII bytes without decoding a character: most of any text.
+        let (token, simple, len) = if b[i] < 0x80 {
+            (b[i].is_ascii_alphanumeric(), true, 1)
+        } else {
+            let c = text[i..].chars().next().unwrap_or(' ');
+            (is_token_char(c), joins(c), c.len_utf8())
+        };
+        match (token, start) {
+            (true, None) => start = Some((i, simple)),
+            (true, Some((s, true))) if !simple => start = Some((s, false)),
+            (false, Some((s, was_simple))) => {
+                run(s, i, was_simple, &mut f);
+                start = None;
+            }
+            _ => {}
         }
+        i += len;
+    }
+    if let Some((s, simple)) = start {
+        run(s, text.len(), simple, &mut f);
     }
 }
 
@@ -111,11 +158,22 @@ pub fn lowercase(text: &str) -> String {
 }
 
 /// Every token of `text`, with its position.
-pub fn tokenize(text: &str) -> Vec<Token> {
-    let mut out = Vec::new();
+pub fn tokenize(text: &str) -> Tokens {
+    let mut out = Tokens {
+        low: String::with_capacity(text.len()),
+        list: Vec::new(),
+    };
     each_token(text, |start, end| {
-        out.push(Token {
-            text: lowercase(&text[start..end]),
+        let lo = out.low.len();
+        let word = &text[start..end];
+        if word.is_ascii() {
+            out.low.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            out.low.extend(word.chars().map(lower));
+        }
+        out.list.push(Token {
+            lo,
+            hi: out.low.len(),
             start,
             end,
         });
@@ -136,7 +194,9 @@ pub fn upper_variants(c: char) -> &'static [char] {
     static TABLE: OnceLock<HashMap<char, Vec<char>>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let mut map: HashMap<char, Vec<char>> = HashMap::new();
-        for u in 0..=0x10FFFFu32 {
+        // Every character with a lowercase mapping is below U+1E960 (Adlam is the last
+        // cased script), so the table is built from that range alone.
+        for u in 0..0x1E960u32 {
             if let Some(ch) = char::from_u32(u) {
                 let l = lower(ch);
                 if l != ch {
@@ -179,8 +239,9 @@ mod tests {
     #[test]
     fn positions_point_at_the_text() {
         let text = "a «Bé» c";
-        for t in tokenize(text) {
-            assert_eq!(lowercase(&text[t.start..t.end]), t.text);
+        let toks = tokenize(text);
+        for t in &toks.list {
+            assert_eq!(lowercase(&text[t.start..t.end]), toks.text(t));
         }
     }
 
