@@ -8,8 +8,9 @@ about that many MB (sessions of 1,000 entries, ~3.4 MB each) and times every ste
 5 rounds, the page cache warm for both sides). Skipped, with a message, where ``rg`` is not
 installed.
 
-Record correctness beside speed: the entries found (sessiontree) and the matching lines
-(rg: a line is an entry) are printed; the scan and the index must find the same entries.
+Record correctness beside speed: the entries found (sessiontree, the default ``limit`` of
+50, best first; rg counts every matching line, keys and ids included) are printed; the
+scan and the index must give the same hits.
 The figures go in ``RESULTS.md`` (the search section) by hand.
 """
 
@@ -80,6 +81,7 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
     index_dir = search_repo / ".sessiontree-search"
     shutil.rmtree(index_dir, ignore_errors=True)
     rows = []
+    scan_ids: dict[str, list[str]] = {}
     for query, literal in _QUERIES:
         repo = st.JsonlSessionRepo(search_repo)
 
@@ -93,8 +95,9 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
             return sum(int(x) for x in out.split())
 
         rg_t, rg_lines = _best(ripgrep, rounds)
-        scan_t, scan_hits = _best(lambda q=query: repo.search(q, limit=10_000), rounds)
+        scan_t, scan_hits = _best(lambda q=query: repo.search(q), rounds)
         rows.append((query, rg_t, rg_lines, scan_t, len(scan_hits)))
+        scan_ids[query] = [h.entry_id for h in scan_hits]
     build_t, _ = _best(lambda: (shutil.rmtree(index_dir, ignore_errors=True),
                                 st.JsonlSessionRepo(search_repo).build_search_index()), 1)
     index_bytes = sum(p.stat().st_size for p in index_dir.iterdir())
@@ -102,8 +105,9 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
           f"sessions; index built in {build_t:.2f} s, {index_bytes / 1e6:,.1f} MB")
     for query, rg_t, rg_lines, scan_t, n_scan in rows:
         repo = st.JsonlSessionRepo(search_repo)
-        idx_t, idx_hits = _best(lambda q=query: repo.search(q, limit=10_000), rounds)
+        idx_t, idx_hits = _best(lambda q=query: repo.search(q), rounds)
         assert len(idx_hits) == n_scan, (query, len(idx_hits), n_scan)
+        assert [h.entry_id for h in idx_hits] == scan_ids[query]
         print(
             f"{query!r}: rg -i -F {rg_t * 1e3:,.1f} ms ({rg_lines} lines) | scan "
             f"{scan_t * 1e3:,.1f} ms ({n_scan} entries, {rg_t / scan_t:.2f}x rg) | index "

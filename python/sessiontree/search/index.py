@@ -82,7 +82,9 @@ class SearchIndex:
         # timeout=0: a search never waits for another process's update.
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            if create:
+                # Persistent in the file: readers never block the writer nor it them.
+                conn.execute("PRAGMA journal_mode=WAL")
             have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
             if "meta" not in have:
                 if not create:

@@ -242,6 +242,37 @@ pub struct Searcher {
     any_token: Regex,
 }
 
+/// The prefilters of the last queries: compiling them costs more than an indexed search
+/// of a few candidates, and agents repeat queries.
+type Compiled = (Query, Regex, Regex);
+static RECENT: Mutex<Vec<(String, std::sync::Arc<Compiled>)>> = Mutex::new(Vec::new());
+const RECENT_MAX: usize = 32;
+
+fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
+    let mut recent = RECENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(at) = recent.iter().position(|(q, _)| q == text) {
+        let hit = recent.remove(at);
+        let c = hit.1.clone();
+        recent.push(hit);
+        return Ok(c);
+    }
+    drop(recent);
+    let query = Query::parse(text)?;
+    let pre = prefilter(query.needle())?;
+    let any = any_token(&query)?;
+    let c = std::sync::Arc::new((query, pre, any));
+    let mut recent = RECENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if recent.len() >= RECENT_MAX {
+        recent.remove(0);
+    }
+    recent.push((text.to_owned(), c.clone()));
+    Ok(c)
+}
+
 /// The best hits seen so far, kept to about `limit`.
 struct Best {
     order: Order,
@@ -312,14 +343,12 @@ impl Searcher {
     /// # Errors
     /// `invalid_argument` for a bad query.
     pub fn new(query: &str, filters: Filters) -> Result<Searcher, EngineError> {
-        let query = Query::parse(query)?;
-        let prefilter = prefilter(query.needle())?;
-        let any_token = any_token(&query)?;
+        let c = compiled(query)?;
         Ok(Searcher {
-            query,
+            query: c.0.clone(),
             filters,
-            prefilter,
-            any_token,
+            prefilter: c.1.clone(),
+            any_token: c.2.clone(),
         })
     }
 
@@ -437,6 +466,19 @@ impl Searcher {
         }
     }
 
+    /// Searches document `i` (read into `buf` when it is a file).
+    fn load(&self, i: usize, doc: &Doc, buf: &mut Vec<u8>, best: &mut Best) {
+        match &doc.source {
+            Source::Bytes(b) => self.document(i, &doc.session_id, b, best),
+            Source::Path(p) => {
+                buf.clear();
+                if File::open(p).and_then(|mut f| f.read_to_end(buf)).is_ok() {
+                    self.document(i, &doc.session_id, buf, best);
+                }
+            }
+        }
+    }
+
     /// Searches `docs` on up to `threads` threads; the best `limit` hits (all with
     /// `None`), best first. A file that cannot be read (deleted since it was listed) is
     /// skipped.
@@ -450,6 +492,25 @@ impl Searcher {
         let next = AtomicUsize::new(0);
         let results = Mutex::new(Vec::new());
         let threads = threads.clamp(1, docs.len().max(1));
+        if threads == 1 {
+            // No thread to start for one document (an indexed search's few candidates).
+            let mut best = Best {
+                order,
+                limit,
+                hits: Vec::new(),
+                bar: None,
+            };
+            let mut buf = Vec::new();
+            for (i, doc) in docs.iter().enumerate() {
+                self.load(i, doc, &mut buf, &mut best);
+            }
+            let mut hits = best.hits;
+            sort_hits(order, &mut hits);
+            if let Some(l) = limit {
+                hits.truncate(l);
+            }
+            return hits;
+        }
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
@@ -463,16 +524,7 @@ impl Searcher {
                     loop {
                         let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                         let Some(doc) = docs.get(i) else { break };
-                        match &doc.source {
-                            Source::Bytes(b) => self.document(i, &doc.session_id, b, &mut best),
-                            Source::Path(p) => {
-                                buf.clear();
-                                let ok = File::open(p).and_then(|mut f| f.read_to_end(&mut buf));
-                                if ok.is_ok() {
-                                    self.document(i, &doc.session_id, &buf, &mut best);
-                                }
-                            }
-                        }
+                        self.load(i, doc, &mut buf, &mut best);
                     }
                     if let Some(l) = limit {
                         best.trim(l);

@@ -167,7 +167,8 @@ pub fn tokenize(text: &str) -> Tokens {
         let lo = out.low.len();
         let word = &text[start..end];
         if word.is_ascii() {
-            out.low.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            out.low
+                .extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
         } else {
             out.low.extend(word.chars().map(lower));
         }
