@@ -95,17 +95,24 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
             return sum(int(x) for x in out.split())
 
         rg_t, rg_lines = _best(ripgrep, rounds)
-        scan_t, scan_hits = _best(lambda q=query: repo.search(q), rounds)
+        scan_t, scan_hits = _best(lambda q=query, r=repo: r.search(q), rounds)
         rows.append((query, rg_t, rg_lines, scan_t, len(scan_hits)))
         scan_ids[query] = [h.entry_id for h in scan_hits]
-    build_t, _ = _best(lambda: (shutil.rmtree(index_dir, ignore_errors=True),
-                                st.JsonlSessionRepo(search_repo).build_search_index()), 1)
+    build_t, _ = _best(
+        lambda: (
+            shutil.rmtree(index_dir, ignore_errors=True),
+            st.JsonlSessionRepo(search_repo).build_search_index(),
+        ),
+        1,
+    )
     index_bytes = sum(p.stat().st_size for p in index_dir.iterdir())
-    print(f"\nrepository: {total / 1e6:,.0f} MB in {len(list(search_repo.glob('*.jsonl')))} "
-          f"sessions; index built in {build_t:.2f} s, {index_bytes / 1e6:,.1f} MB")
+    print(
+        f"\nrepository: {total / 1e6:,.0f} MB in {len(list(search_repo.glob('*.jsonl')))} "
+        f"sessions; index built in {build_t:.2f} s, {index_bytes / 1e6:,.1f} MB"
+    )
     for query, rg_t, rg_lines, scan_t, n_scan in rows:
         repo = st.JsonlSessionRepo(search_repo)
-        idx_t, idx_hits = _best(lambda q=query: repo.search(q), rounds)
+        idx_t, idx_hits = _best(lambda q=query, r=repo: r.search(q), rounds)
         assert len(idx_hits) == n_scan, (query, len(idx_hits), n_scan)
         assert [h.entry_id for h in idx_hits] == scan_ids[query]
         print(

@@ -60,7 +60,9 @@ def stand_in_llm(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
         if isinstance(p, ToolReturnPart)
     ]
     if not returns:
-        return ModelResponse(parts=[ToolCallPart("search_past_sessions", {"query": "queue decision"})])
+        return ModelResponse(
+            parts=[ToolCallPart("search_past_sessions", {"query": "queue decision"})]
+        )
     if len(returns) == 1:
         best = returns[0][0]
         args = {"session_id": best["session"], "entry_id": best["entry"]}

@@ -139,4 +139,3 @@ class RecallTools:
 
     def __repr__(self) -> str:
         return f"RecallTools({self._repo!r})"
-

@@ -68,7 +68,10 @@ def test_pydantic_ai_agent_recalls(repo: st.JsonlSessionRepo) -> None:
             "read_past_entry",
         }
         returns = [
-            p for m in messages if isinstance(m, ModelRequest) for p in m.parts
+            p
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
             if isinstance(p, ToolReturnPart)
         ]
         if not returns:

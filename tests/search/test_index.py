@@ -84,7 +84,9 @@ def test_a_killed_build_leaves_a_usable_index(tmp_path: Path) -> None:
                 s.append_message(st.UserMessage(f"turn {j} of session {i} says killword{i % 7}"))
     want = _ids(repo, "killword3")
     for delay in (0.05, 0.2, 0.5):
-        proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(root)], stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _BUILD, str(root)], stdout=subprocess.DEVNULL
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -37,8 +37,9 @@ examples:
   sessiontree check chat.jsonl && echo clean
   sessiontree export chat.jsonl --html -o chat.html
 
-exit status: 0 ok; 1 problems found (check, repair) or nothing matched (search); 2 refused or failed (unreadable
-file, bad header, unknown session, wrong arguments); 130 interrupted.
+exit status: 0 ok; 1 problems found (check, repair) or nothing matched (search);
+2 refused or failed (unreadable file, bad header, unknown session, wrong arguments);
+130 interrupted.
 The manual is docs/cli.md; `sessiontree COMMAND --help` shows each command.
 """
 
@@ -87,7 +88,7 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "_search",
         "find what was said in any session of a repository",
         "QUERY: words (all must appear, whole words, any case; snake_case and a/b also\n"
-        "match by their parts), \"a phrase\", -excluded, prefix*. Exit status 1 when\n"
+        'match by their parts), "a phrase", -excluded, prefix*. Exit status 1 when\n'
         "nothing matched. The manual: docs/search.md.\n\n"
         "examples:\n  sessiontree search 'retry backoff' ~/.myagent/sessions\n"
         "  sessiontree search '\"connection refused\"' --role tool_result --since 2026-11-01\n"

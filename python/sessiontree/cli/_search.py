@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from .. import SessionError
 from ..search import SearchHit
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace, opts: Options) -> int:
     if root is None:
         raise UsageError("no repository: give DIR, --repo DIR or $SESSIONTREE_REPO")
     require_dir(root)
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "roles": args.role,
         "types": args.type,
         "since": args.since,
@@ -105,11 +106,11 @@ def run(args: argparse.Namespace, opts: Options) -> int:
         raise SessionError("invalid_argument", f"--limit must be 1 to 10000 (got {args.limit})")
     if is_postgres(root):
         with open_repo(root) as pg:
-            hits = pg.search(args.query, **kwargs)  # type: ignore[arg-type]
+            hits = pg.search(args.query, **kwargs)
         shown = display(root)
     else:
         _scan_note(opts, root)
-        hits = repo_for(root).search(args.query, **kwargs)  # type: ignore[arg-type]
+        hits = repo_for(root).search(args.query, **kwargs)
         shown = root
     if args.json:
         with open_output(color_mode="never", pager=False) as out:

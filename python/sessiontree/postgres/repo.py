@@ -5,15 +5,14 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from datetime import timezone
 from collections.abc import Sequence
+from datetime import timezone
 from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
 from ..model.entries import SessionTreeEntry, entry_to_json
 from ..model.types import SessionMetadata
-from ..search import SearchHit, SearchPlan, branch_members
 from ..repo.base import (
     ForkPosition,
     SessionRef,
@@ -24,6 +23,7 @@ from ..repo.base import (
     _ref_id,
 )
 from ..repo.fork import _prepare
+from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
 from ..storage import DURABILITY_MODES, Durability, Limits
 from ._connect import (

@@ -385,7 +385,9 @@ class SessionRepo(abc.ABC):
                     with open(doc, "rb") as f:
                         doc = f.read()
                 docs.append((meta.id, doc))
-                members[meta.id] = {e.id for e in session.storage.get_path_to_root(
-                    session.get_leaf_id())} if session.get_leaf_id() is not None else set()
+                members[meta.id] = (
+                    {e.id for e in session.storage.get_path_to_root(session.get_leaf_id())}
+                    if session.get_leaf_id() is not None
+                    else set()
+                )
         return plan.scan(docs, lambda sid, ids: members[sid] & set(ids))
-

@@ -157,9 +157,7 @@ class InMemorySessionRepo(SessionRepo):
     def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
         wanted = {m.id for m in self.list(cwd=plan.cwd) if plan.wants(m.id)}
         with self._lock:
-            storages = {
-                sid: r.storage for sid, r in self._sessions.items() if sid in wanted
-            }
+            storages = {sid: r.storage for sid, r in self._sessions.items() if sid in wanted}
             sources = [(sid, st.to_jsonl()) for sid, st in storages.items()]
         return plan.scan(sources, lambda sid, ids: branch_members(storages[sid], ids))
 

@@ -111,7 +111,8 @@ def search_tokens(text: str) -> list[str]:
     if not isinstance(text, str):
         raise SessionError("invalid_argument", f"text must be a str, not {type(text).__name__}")
     check_text("text", text)
-    return _core.search_tokens(text)
+    tokens: list[str] = _core.search_tokens(text)
+    return tokens
 
 
 # --------------------------------------------------------------------------- the plan
@@ -261,9 +262,7 @@ def search_plan(
         SessionError: ``invalid_argument`` for a bad query or argument.
     """
     if not isinstance(query, str):
-        raise SessionError(
-            "invalid_argument", f"query must be a str, not {type(query).__name__}"
-        )
+        raise SessionError("invalid_argument", f"query must be a str, not {type(query).__name__}")
     check_text("query", query)
     terms = tuple(
         (tuple(tokens), bool(prefix), bool(negated))
@@ -316,7 +315,9 @@ def branch_members(storage: Any, entry_ids: Sequence[str]) -> set[str]:
     while p is not None and p >= 0 and p not in on:
         on.add(p)
         p = parents[p]
-    return {eid for eid, q in zip(entry_ids, positions[1:]) if q is not None and q in on}
+    return {
+        eid for eid, q in zip(entry_ids, positions[1:], strict=True) if q is not None and q in on
+    }
 
 
 def _demo() -> Any:

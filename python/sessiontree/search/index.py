@@ -141,13 +141,13 @@ class SearchIndex:
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
                 # The engine reads and tokenises with the GIL released: files in parallel.
                 done = pool.map(lambda w: _core.search_extract(w[0].path, w[3]), work)
-                for (meta, st, old, start), (end, header, legacy, lines) in zip(
+                for (meta, st, old, _start), (end, header, legacy, lines) in zip(
                     work, done, strict=True
                 ):
                     if old is not None and bytes(old[7] or b"") != bytes(header):
                         # Rewritten in place: read it whole again.
                         self._forget(conn, old[0])
-                        end, header, legacy, lines = _core.search_extract(meta.path, 0)
+                        end, header, legacy, lines = _core.search_extract(str(meta.path), 0)
                         old = None
                     self._store(conn, meta, st, old, end, header, legacy, lines)
             conn.execute("COMMIT")
@@ -159,7 +159,9 @@ class SearchIndex:
     @staticmethod
     def _forget(conn: sqlite3.Connection, file_id: int) -> None:
         lo = file_id << _ROW_BITS
-        conn.execute("DELETE FROM terms WHERE rowid BETWEEN ? AND ?", (lo, lo + (1 << _ROW_BITS) - 1))
+        conn.execute(
+            "DELETE FROM terms WHERE rowid BETWEEN ? AND ?", (lo, lo + (1 << _ROW_BITS) - 1)
+        )
         conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
 
     @staticmethod
@@ -177,8 +179,17 @@ class SearchIndex:
             cur = conn.execute(
                 "INSERT INTO files (path, session_id, dev, ino, size, mtime, indexed_to, "
                 "header, legacy, next_row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                (meta.path, meta.id, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end,
-                 header, int(legacy)),
+                (
+                    meta.path,
+                    meta.id,
+                    st.st_dev,
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    end,
+                    header,
+                    int(legacy),
+                ),
             )
             file_id, next_row = cur.lastrowid, 0
         else:
@@ -246,10 +257,9 @@ class SearchIndex:
             for i, tok in enumerate(tokens):
                 parts.append(f'"{tok}"' + ("*" if prefix and i == len(tokens) - 1 else ""))
         match = " AND ".join(parts)
-        wanted = {m.path: m.id for m in rows}
+        wanted = {m.path: m.id for m in rows if m.path is not None}
         files = {
-            r[0]: r
-            for r in conn.execute("SELECT id, path, session_id, header, legacy FROM files")
+            r[0]: r for r in conn.execute("SELECT id, path, session_id, header, legacy FROM files")
         }
         found = conn.execute(
             "SELECT rowid, off, len FROM terms WHERE terms MATCH ? ORDER BY rowid LIMIT ?",

@@ -65,7 +65,9 @@ def plant_search_corpus(create: Callable[..., Session]) -> dict[str, str]:
             AssistantMessage(
                 [
                     ThinkingContent("consider snake_case_names and paths/like/this"),
-                    TextContent("We decided on exponential backoff; the qwertyuiop retry uses jitter."),
+                    TextContent(
+                        "We decided on exponential backoff; the qwertyuiop retry uses jitter."
+                    ),
                     ToolCall(
                         "call-1",
                         "grep_files",
@@ -81,7 +83,9 @@ def plant_search_corpus(create: Callable[..., Session]) -> dict[str, str]:
         ids["a.tool"] = _put(
             a,
             ToolResultMessage(
-                "call-1", "grep_files", [TextContent("Error: connection refused at 127.0.0.1")],
+                "call-1",
+                "grep_files",
+                [TextContent("Error: connection refused at 127.0.0.1")],
                 timestamp=_MS,
             ),
             _OCT.format(2),
@@ -98,9 +102,7 @@ def plant_search_corpus(create: Callable[..., Session]) -> dict[str, str]:
         # Back to the first question, on a new branch: the answer is now off the branch.
         a.move_to(ids["a.user"])
         ids["a.side"] = _put(a, UserMessage("a side branch with sidetoken", _MS), _OCT.format(4))
-        ids["a.name"] = next(
-            e.id for e in a.storage.get_entries("session_info")
-        )
+        ids["a.name"] = next(e.id for e in a.storage.get_entries("session_info"))
     with create(cwd=_THERE, session_id=_B) as b:
         ids["b.user"] = _put(
             b,
@@ -249,9 +251,7 @@ def _search_filters(h: RepoHarness) -> None:
     )
     expect_equal(_found(repo, "decision", types=["label"]), [(_A, ids["a.label"])], "types")
     expect_equal(_found(repo, "decision", types=["message"]), [], "types that exclude it")
-    expect_equal(
-        _found(repo, "qwertyuiop", since="2026-11-01"), [(_B, ids["b.user"])], "since"
-    )
+    expect_equal(_found(repo, "qwertyuiop", since="2026-11-01"), [(_B, ids["b.user"])], "since")
     expect_equal(
         set(_found(repo, "qwertyuiop", until="2026-11-01")),
         {(_A, ids["a.user"]), (_A, ids["a.assistant"])},
@@ -264,12 +264,9 @@ def _search_filters(h: RepoHarness) -> None:
     hits = {x.entry_id: x for x in repo.search("qwertyuiop")}
     expect(
         hits[ids["a.user"]].on_branch and not hits[ids["a.assistant"]].on_branch,
-        "on_branch: the first question is on the current branch, the answer left behind "
-        "is not",
+        "on_branch: the first question is on the current branch, the answer left behind is not",
     )
-    expect_equal(
-        set(_found(repo, "qwertyuiop", branch_only=True)), users, "branch_only=True"
-    )
+    expect_equal(set(_found(repo, "qwertyuiop", branch_only=True)), users, "branch_only=True")
     scores = [x.score for x in repo.search("qwertyuiop")]
     expect(scores == sorted(scores, reverse=True), f"relevance order: scores {scores}")
 
@@ -302,7 +299,15 @@ def _search_changes(h: RepoHarness) -> None:
 def _search_errors(h: RepoHarness) -> None:
     _planted(h)
     repo = h.repo
-    for bad in ("", "   ", "!!! ...", "-qwertyuiop", '"unbalanced', "\ud800", " ".join(["w"] * 10_000)):
+    for bad in (
+        "",
+        "   ",
+        "!!! ...",
+        "-qwertyuiop",
+        '"unbalanced',
+        "\ud800",
+        " ".join(["w"] * 10_000),
+    ):
         expect_error("invalid_argument", repo.search, bad)
     for kwargs in (
         {"limit": 0},
@@ -333,4 +338,3 @@ def _search_session(h: RepoHarness) -> None:
             "branch_only",
         )
         expect_error("invalid_argument", a.search, '"')
-
