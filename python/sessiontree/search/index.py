@@ -41,7 +41,7 @@ INDEX_DIR: Final = ".sessiontree-search"
 """The index's folder, inside the repository's root."""
 
 _FILE: Final = "index.sqlite3"
-_FORMAT: Final = "sessiontree-search 1"
+_FORMAT: Final = "sessiontree-search 2"
 # More candidate lines than this and the scan is as fast: let it answer.
 _MAX_CANDIDATES: Final = 200_000
 # Row ids: the file's id in the high bits, a counter of the file's lines in the low.
@@ -54,9 +54,14 @@ _SCHEMA: Final = (
     "indexed_to INTEGER NOT NULL, header BLOB, legacy INTEGER NOT NULL, "
     "next_row INTEGER NOT NULL)",
     # detail=none: candidates need only which lines have every token; phrases and
-    # exclusions are the matcher's.
-    "CREATE VIRTUAL TABLE terms USING fts5(tokens, off UNINDEXED, len UNINDEXED, "
+    # exclusions are the matcher's. Contentless (the tokens are not stored twice): where
+    # a line is lives in `lines`, and a forgotten file's rows leave `lines` only, so its
+    # postings stay behind as garbage that no query returns (`garbage` counts them; the
+    # index is made again when they outnumber the live rows).
+    "CREATE VIRTUAL TABLE terms USING fts5(tokens, content='', columnsize=0, "
     "tokenize='ascii', detail=none)",
+    "CREATE TABLE lines (id INTEGER PRIMARY KEY, off INTEGER NOT NULL, len INTEGER NOT NULL)",
+    "INSERT INTO meta VALUES ('garbage', '0')",
 )
 
 
@@ -159,10 +164,13 @@ class SearchIndex:
     @staticmethod
     def _forget(conn: sqlite3.Connection, file_id: int) -> None:
         lo = file_id << _ROW_BITS
-        conn.execute(
-            "DELETE FROM terms WHERE rowid BETWEEN ? AND ?", (lo, lo + (1 << _ROW_BITS) - 1)
-        )
+        gone = conn.execute(
+            "DELETE FROM lines WHERE id BETWEEN ? AND ?", (lo, lo + (1 << _ROW_BITS) - 1)
+        ).rowcount
         conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+        conn.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'garbage'", (gone,)
+        )
 
     @staticmethod
     def _store(
@@ -199,8 +207,12 @@ class SearchIndex:
             raise _Broken("a file of more than 2^32 lines")
         base = file_id << _ROW_BITS
         conn.executemany(
-            "INSERT INTO terms (rowid, tokens, off, len) VALUES (?, ?, ?, ?)",
-            ((base + next_row + i, toks, off, n) for i, (off, n, toks) in enumerate(lines)),
+            "INSERT INTO terms (rowid, tokens) VALUES (?, ?)",
+            ((base + next_row + i, toks) for i, (_, _, toks) in enumerate(lines)),
+        )
+        conn.executemany(
+            "INSERT INTO lines (id, off, len) VALUES (?, ?, ?)",
+            ((base + next_row + i, off, n) for i, (off, n, _) in enumerate(lines)),
         )
         conn.execute(
             "UPDATE files SET session_id = ?, size = ?, mtime = ?, indexed_to = ?, "
@@ -218,6 +230,13 @@ class SearchIndex:
             conn = self._connect(create=True)
         with contextlib.closing(conn):
             self._update(conn, rows)
+            garbage = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
+            live = conn.execute("SELECT count(*) FROM lines").fetchone()
+        if garbage is not None and live is not None and int(garbage[0]) > max(live[0], 10_000):
+            # More forgotten postings than live ones: made again, compact.
+            self.drop()
+            with contextlib.closing(self._connect(create=True)) as conn:
+                self._update(conn, rows)
 
     # -- query -----------------------------------------------------------------------
 
@@ -262,7 +281,8 @@ class SearchIndex:
             r[0]: r for r in conn.execute("SELECT id, path, session_id, header, legacy FROM files")
         }
         found = conn.execute(
-            "SELECT rowid, off, len FROM terms WHERE terms MATCH ? ORDER BY rowid LIMIT ?",
+            "SELECT l.id, l.off, l.len FROM terms t JOIN lines l ON l.id = t.rowid "
+            "WHERE terms MATCH ? ORDER BY l.id LIMIT ?",
             (match, _MAX_CANDIDATES + 1),
         ).fetchall()
         if len(found) > _MAX_CANDIDATES:
