@@ -7,6 +7,10 @@
 //! session name, and pi's shell commands and their output. Never JSON keys, ids,
 //! timestamps, signatures or image data.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::query::{Query, Term};
@@ -27,9 +31,68 @@ pub struct EntryText {
     pub texts: Vec<String>,
 }
 
-fn push_str(out: &mut Vec<String>, v: Option<&Value>) {
-    if let Some(Value::String(s)) = v {
-        out.push(s.clone());
+/// A JSON value left unread until needed: only the searched fields are ever decoded,
+/// the rest of a line (usage, signatures, image data) is skipped without allocating.
+type Raw<'a> = Option<&'a RawValue>;
+
+/// The fields of an entry line the search reads (any other key is skipped).
+#[derive(Deserialize)]
+struct LineFields<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    id: Raw<'a>,
+    #[serde(borrow)]
+    timestamp: Raw<'a>,
+    #[serde(borrow)]
+    message: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+    #[serde(borrow)]
+    label: Raw<'a>,
+    #[serde(borrow)]
+    name: Raw<'a>,
+}
+
+/// The fields of a message (and of a content block) the search reads.
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    role: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+    #[serde(borrow)]
+    command: Raw<'a>,
+    #[serde(borrow)]
+    output: Raw<'a>,
+    #[serde(borrow)]
+    text: Raw<'a>,
+    #[serde(borrow)]
+    thinking: Raw<'a>,
+    #[serde(borrow)]
+    name: Raw<'a>,
+    #[serde(borrow)]
+    arguments: Raw<'a>,
+}
+
+/// The string a raw value holds (`None` for any other JSON value).
+fn string(v: Raw<'_>) -> Option<String> {
+    let raw = v?.get();
+    if !raw.starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Cow<'_, str>>(raw).ok().map(Cow::into_owned)
+}
+
+fn push_str(out: &mut Vec<String>, v: Raw<'_>) {
+    if let Some(s) = string(v) {
+        out.push(s);
     }
 }
 
@@ -48,60 +111,62 @@ fn push_scalars(out: &mut Vec<String>, v: &Value) {
 }
 
 /// A message's (or custom message's) `content`: a string or a list of blocks.
-fn push_content(out: &mut Vec<String>, content: Option<&Value>) {
-    match content {
-        Some(Value::String(s)) => out.push(s.clone()),
-        Some(Value::Array(blocks)) => {
-            for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => push_str(out, b.get("text")),
-                    Some("thinking") => push_str(out, b.get("thinking")),
-                    Some("tool_call") => {
-                        push_str(out, b.get("name"));
-                        if let Some(args) = b.get("arguments") {
-                            push_scalars(out, args);
-                        }
+fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
+    let Some(raw) = content else { return };
+    if raw.get().starts_with('"') {
+        push_str(out, content);
+        return;
+    }
+    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(raw.get()) else {
+        return;
+    };
+    for b in blocks {
+        let Ok(f) = serde_json::from_str::<Fields<'_>>(b.get()) else {
+            continue;
+        };
+        match string(f.ty).as_deref() {
+            Some("text") => push_str(out, f.text),
+            Some("thinking") => push_str(out, f.thinking),
+            Some("tool_call") => {
+                push_str(out, f.name);
+                if let Some(args) = f.arguments {
+                    if let Ok(v) = serde_json::from_str::<Value>(args.get()) {
+                        push_scalars(out, &v);
                     }
-                    _ => {}
                 }
             }
+            _ => {}
         }
-        _ => {}
     }
 }
 
 /// Reads the searchable facts of an entry line in sessiontree's dialect; `None` for a line
 /// that is not an entry object with an `id`.
 pub fn entry_text(line: &str) -> Option<EntryText> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    let obj = v.as_object()?;
-    let entry_type = obj.get("type")?.as_str()?.to_owned();
-    let id = obj.get("id")?.as_str()?.to_owned();
-    let timestamp = obj
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let f: LineFields<'_> = serde_json::from_str(line).ok()?;
+    let entry_type = string(f.ty)?;
+    let id = string(f.id)?;
+    let timestamp = string(f.timestamp).unwrap_or_default();
     let mut texts = Vec::new();
     let mut role = None;
     match entry_type.as_str() {
         "message" => {
-            let msg = obj.get("message")?.as_object()?;
-            let r = msg.get("role").and_then(Value::as_str).unwrap_or_default();
-            match r {
-                "compaction_summary" | "branch_summary" => push_str(&mut texts, msg.get("summary")),
+            let m: Fields<'_> = serde_json::from_str(f.message?.get()).ok()?;
+            let r = string(m.role).unwrap_or_default();
+            match r.as_str() {
+                "compaction_summary" | "branch_summary" => push_str(&mut texts, m.summary),
                 "bash_execution" => {
-                    push_str(&mut texts, msg.get("command"));
-                    push_str(&mut texts, msg.get("output"));
+                    push_str(&mut texts, m.command);
+                    push_str(&mut texts, m.output);
                 }
-                _ => push_content(&mut texts, msg.get("content")),
+                _ => push_content(&mut texts, m.content),
             }
-            role = Some(r.to_owned());
+            role = Some(r);
         }
-        "custom_message" => push_content(&mut texts, obj.get("content")),
-        "compaction" | "branch_summary" => push_str(&mut texts, obj.get("summary")),
-        "label" => push_str(&mut texts, obj.get("label")),
-        "session_info" => push_str(&mut texts, obj.get("name")),
+        "custom_message" => push_content(&mut texts, f.content),
+        "compaction" | "branch_summary" => push_str(&mut texts, f.summary),
+        "label" => push_str(&mut texts, f.label),
+        "session_info" => push_str(&mut texts, f.name),
         _ => {}
     }
     Some(EntryText {

@@ -714,7 +714,11 @@ mod timing {
         };
         let mut lines = Vec::new();
         for e in std::fs::read_dir(dir).unwrap() {
-            let data = std::fs::read(e.unwrap().path()).unwrap();
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let data = std::fs::read(path).unwrap();
             for l in data.split(|&b| b == b'\n').skip(1) {
                 if memchr::memmem::find(&l.to_ascii_lowercase(), b"merge").is_some() {
                     lines.push(String::from_utf8(l.to_vec()).unwrap());
