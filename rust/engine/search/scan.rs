@@ -620,10 +620,18 @@ pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> 
     use std::io::{Seek, SeekFrom};
     let mut file = File::open(path)?;
     let mut head = Vec::new();
-    (&mut file).take(1 << 16).read_to_end(&mut head)?;
     let mut out = Extracted::default();
-    let Some(nl) = memchr(b'\n', &head) else {
-        return Ok(out);
+    // The header and the first lines (the dialect is told from them); a header longer
+    // than a chunk (large metadata) is read on to its newline.
+    let nl = loop {
+        let before = head.len();
+        (&mut file).take(1 << 16).read_to_end(&mut head)?;
+        if let Some(nl) = memchr(b'\n', &head) {
+            break nl;
+        }
+        if head.len() == before {
+            return Ok(out); // no complete header yet
+        }
     };
     out.header = head[..nl].to_vec();
     let header = String::from_utf8_lossy(&head[..nl]).into_owned();
