@@ -87,7 +87,9 @@ fn string(v: Raw<'_>) -> Option<String> {
     if !raw.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Cow<'_, str>>(raw).ok().map(Cow::into_owned)
+    serde_json::from_str::<Cow<'_, str>>(raw)
+        .ok()
+        .map(Cow::into_owned)
 }
 
 fn push_str(out: &mut Vec<String>, v: Raw<'_>) {
