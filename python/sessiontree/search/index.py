@@ -113,8 +113,30 @@ class SearchIndex:
 
     # -- update ----------------------------------------------------------------------
 
+    @staticmethod
+    def _current(conn: sqlite3.Connection, rows: Sequence[SessionMetadata]) -> bool:
+        """Whether the index holds exactly the listed files, as they are (a read, no
+        lock: the common case of a search costs no write transaction)."""
+        known = {
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in conn.execute("SELECT path, dev, ino, size, mtime FROM files")
+        }
+        if len(known) != len(rows):
+            return False
+        for meta in rows:
+            old = known.get(meta.path)
+            try:
+                st = os.stat(meta.path) if old is not None and meta.path is not None else None
+            except OSError:
+                return False
+            if st is None or old != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+                return False
+        return True
+
     def _update(self, conn: sqlite3.Connection, rows: Sequence[SessionMetadata]) -> None:
         """Brings the index up to date with the listed files, in one transaction."""
+        if self._current(conn, rows):
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             known = {
@@ -143,7 +165,7 @@ class SearchIndex:
                 work.append((meta, st, None, 0))
             for gone in known.values():
                 self._forget(conn, gone[0])
-            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1) or 1) as pool:
                 # The engine reads and tokenises with the GIL released: files in parallel.
                 done = pool.map(lambda w: _core.search_extract(w[0].path, w[3]), work)
                 for (meta, st, old, _start), (end, header, legacy, lines) in zip(
