@@ -59,7 +59,7 @@ def _size_mb(bench: Bench) -> int:
 def search_repo(tmp_path_factory: pytest.TempPathFactory, bench: Bench) -> Path:
     mb = _size_mb(bench)
     per = _ENTRIES_PER_SESSION if mb >= 50 else 300
-    count = max(1, round(mb * 1e6 / (per * 3400)))
+    count = max(1, round(mb * 1e6 / (per * 3000)))
     root = tmp_path_factory.mktemp("search-repo")
     for i in range(count):
         tmp = root / f"tmp-{i}.jsonl"
