@@ -107,6 +107,7 @@ if TYPE_CHECKING:
         get_entries_to_fork,
         is_valid_session_id,
     )
+    from .search import SearchHit
 
 __version__ = "0.1.0"
 
@@ -133,6 +134,8 @@ _LAZY: dict[str, str] = {
     "OpenAIAgentsSession": ".adapters.openai_agents",
     "PydanticAIConversationStore": ".adapters.pydantic_ai",
     "SessionTreeSaver": ".adapters.langgraph",
+    # Search results (sessiontree.search).
+    "SearchHit": ".search",
 }
 
 
@@ -198,6 +201,7 @@ __all__ = [
     "PostgresSessionRepo",
     "PostgresSessionStorage",
     "PydanticAIConversationStore",
+    "SearchHit",
     "Session",
     "SessionContext",
     "SessionContextBuildOptions",

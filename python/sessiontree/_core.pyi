@@ -30,6 +30,12 @@ __all__ = [
     "reparent_line",
     "to_dict",
     "to_json",
+    "search_documents",
+    "search_entry_texts",
+    "search_extract",
+    "search_line_tokens",
+    "search_terms",
+    "search_tokens",
 ]
 
 __version__: str
@@ -269,3 +275,40 @@ def json_loads(text: bytes) -> Any:
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or
     ``"sessiontree"``); ``corrupt`` naming the line that cannot be."""
+
+# Search (rust/py/search.rs; sessiontree.search checks the arguments).
+
+def search_tokens(text: str) -> list[str]:
+    """The tokens of ``text``, lowercased, in order."""
+
+def search_terms(query: str) -> list[tuple[list[str], bool, bool]]:
+    """The terms of a query: ``(tokens, prefix, negated)`` each; ``invalid_argument``
+    for a bad query."""
+
+def search_documents(
+    query: str,
+    sources: list[tuple[str, str | bytes]],
+    *,
+    roles: list[str] | None = None,
+    types: list[str] | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    newest: bool = False,
+    limit: int | None = None,
+    threads: int = 0,
+) -> list[tuple[int, str, str, str, str | None, str, float, str, list[tuple[int, int]]]]:
+    """The best ``limit`` hits of ``query`` in whole session documents ``(session id,
+    path or bytes)``: ``(document, session id, entry id, type, role, timestamp, score,
+    snippet, marks)``, best first."""
+
+def search_entry_texts(
+    line: str,
+) -> tuple[str, str, str, str | None, list[str]] | None:
+    """``(type, id, timestamp, role, texts)`` of an entry line (sessiontree's dialect)."""
+
+def search_extract(path: str, start: int) -> tuple[int, bytes, bool, list[tuple[int, int, str]]]:
+    """What the search index stores of a file from byte ``start``: ``(end, header line,
+    legacy, [(offset, length, tokens)])``."""
+
+def search_line_tokens(lines: list[bytes], pi: bool) -> list[str]:
+    """Each entry line's search tokens joined by spaces."""

@@ -26,11 +26,13 @@ from .model.types import SessionContext, SessionStats, TreeNode
 from .storage import SessionStorage
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
+    from datetime import datetime
     from types import TracebackType
     from typing import Any
 
     from .model.entries import ThinkingLevel
+    from .search import SearchHit, SearchOrder
 
 __all__ = ["Session"]
 
@@ -337,6 +339,56 @@ class Session:
         """Forgets the cached context (and the memory it holds); the next
         :meth:`build_context` builds it again from the storage."""
         self._context_cache = None
+
+    # -- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        branch_only: bool = False,
+        order: SearchOrder = "relevance",
+        limit: int = 50,
+    ) -> list[SearchHit]:
+        """Find the entries of this session (every branch) that match ``query``.
+
+        The query language and the arguments are those of
+        :meth:`SessionRepo.search <sessiontree.SessionRepo.search>` (no ``cwd``).
+
+        Returns:
+            The hits, best first; ``hit.on_branch`` says whether the entry is on the
+            current branch.
+
+        Raises:
+            SessionError: ``invalid_argument`` for a bad query or argument.
+
+        >>> import sessiontree as st
+        >>> s = st.Session(st.InMemorySessionStorage())
+        >>> _ = s.append_message(st.UserMessage('It said "connection refused" twice.'))
+        >>> [h.snippet for h in s.search('"Connection refused"')]
+        ['It said "**connection refused**" twice.']
+        """
+        from .search import branch_members, search_plan
+
+        plan = search_plan(
+            query,
+            roles=roles,
+            types=types,
+            since=since,
+            until=until,
+            branch_only=branch_only,
+            order=order,
+            limit=limit,
+        )
+        storage = self._storage
+        with self._atomic:
+            doc = storage.search_document()
+            sid = storage.get_metadata().id
+            return plan.scan([(sid, doc)], lambda _sid, ids: branch_members(storage, ids))
 
     # -- lifecycle ---------------------------------------------------------------------
 

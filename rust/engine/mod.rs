@@ -20,6 +20,7 @@ pub mod model;
 pub mod names;
 mod open;
 pub mod schema;
+pub mod search;
 pub mod store;
 mod syncer;
 pub mod sys;

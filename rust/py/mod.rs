@@ -13,6 +13,7 @@ mod encode;
 mod engine;
 mod errors;
 mod pyjson;
+mod search;
 mod shared;
 mod slots;
 mod tree;
@@ -64,6 +65,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_dict, m)?)?;
     m.add_function(wrap_pyfunction!(encode::reparent_line, m)?)?;
+    search::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     constants::add_constants(m)
 }

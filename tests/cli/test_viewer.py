@@ -596,3 +596,27 @@ def test_shell_runs(browser: Any, cli: Runner, tmp_path: Path) -> None:
     assert marks(js) == ["pytest"]
     assert js("return window.__pwned") is None
     assert errors(browser) == []
+
+
+def test_search_uses_the_query_language(browser: Any, cli: Runner, tmp_path: Path) -> None:
+    """The page's search follows `sessiontree search`'s rules (docs/search.md)."""
+    path = tmp_path / "rules.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path)) as s:
+        s.append_message(st.UserMessage("Where does the parser live? Ask about OAuth2."))
+        s.append_message(
+            st.AssistantMessage(
+                [st.TextContent("The parser lives in parse_line, near 東京タワー.")], "p", "m"
+            )
+        )
+    js = open_page(browser, export(cli, path, tmp_path / "rules.html"))
+    assert search(browser, js, "pars") == "no hits"  # whole words only
+    assert search(browser, js, "auth") == "no hits"
+    assert search(browser, js, "pars*") == "3 hits"  # parser, parser, parse_line
+    assert search(browser, js, '"parser lives"') == "1 hit"
+    assert marks(js) == ["parser lives"]
+    assert search(browser, js, "parser -oauth2") == "1 hit"
+    assert search(browser, js, "line") == "1 hit"  # a part of parse_line
+    assert search(browser, js, "東京") == "1 hit"
+    assert marks(js) == ["東京"]
+    assert search(browser, js, '"unbalanced') == ""
+    assert errors(browser) == []

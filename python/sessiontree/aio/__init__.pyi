@@ -13,7 +13,8 @@ and anyio (on either) are supported; nothing here needs a third-party package.
 
 import builtins
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +23,7 @@ from sessiontree.model.entries import SessionTreeEntry, ThinkingLevel
 from sessiontree.model.messages import AgentMessage, Usage, UserContentBlock
 from sessiontree.model.types import SessionContext, SessionMetadata, SessionStats, TreeNode
 from sessiontree.repo import ForkPosition, SessionRef, SessionRepo
+from sessiontree.search import SearchHit, SearchOrder
 from sessiontree.session import Session
 from sessiontree.storage import SessionStorage
 
@@ -195,6 +197,36 @@ class AsyncSession:
         """Forgets the cached context (and the memory it holds); the next
         :meth:`build_context` builds it again from the storage.
         """
+    async def search(
+        self,
+        query: str,
+        *,
+        roles: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        branch_only: bool = False,
+        order: SearchOrder = "relevance",
+        limit: int = 50,
+    ) -> list[SearchHit]:
+        """Find the entries of this session (every branch) that match ``query``.
+
+        The query language and the arguments are those of
+        :meth:`SessionRepo.search <sessiontree.SessionRepo.search>` (no ``cwd``).
+
+        Returns:
+            The hits, best first; ``hit.on_branch`` says whether the entry is on the
+            current branch.
+
+        Raises:
+            SessionError: ``invalid_argument`` for a bad query or argument.
+
+        >>> import sessiontree as st
+        >>> s = st.Session(st.InMemorySessionStorage())
+        >>> _ = s.append_message(st.UserMessage('It said "connection refused" twice.'))
+        >>> [h.snippet for h in s.search('"Connection refused"')]
+        ['It said "**connection refused**" twice.']
+        """
     async def close(self) -> None:
         """Closes the storage (idempotent)."""
 
@@ -302,4 +334,67 @@ class AsyncSessionRepo:
         Raises:
             SessionError: ``not_found`` (unknown session or entry), ``invalid_fork_target``,
                 ``invalid_argument``.
+        """
+    async def search(
+        self,
+        query: str,
+        *,
+        roles: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        branch_only: bool = False,
+        order: SearchOrder = "relevance",
+        limit: int = 50,
+    ) -> builtins.list[SearchHit]:
+        """Find the entries of every session that match ``query``, best first.
+
+        The query language (the same on every repository; ``docs/search.md``): words
+        match whole tokens case-insensitively (``snake_case``, ``dotted.names`` and
+        ``paths/like/this`` also by their parts), every word must appear in the entry,
+        ``"quoted phrases"`` match consecutive tokens, ``-word`` excludes, a trailing
+        ``*`` matches a prefix. Searched: the decoded text of messages (user and
+        assistant text, thinking, tool-call names and arguments, tool results), custom
+        messages, compaction and branch summaries, labels and session names; never JSON
+        keys, ids, timestamps or image data.
+
+        Args:
+            query: what to find.
+            roles: keep only messages of these roles (``"user"``, ``"assistant"``,
+                ``"tool_result"``, ...).
+            types: keep only entries of these types (``"message"``, ``"compaction"``, ...).
+            since: keep entries at or after this time (a datetime, a date, or ISO 8601;
+                naive times are UTC).
+            until: keep entries before this time.
+            cwd: keep only the sessions of this working directory.
+            session_id: search only this session.
+            branch_only: keep only entries on their session's current branch.
+            order: ``"relevance"`` (best score, then newest) or ``"newest"``.
+            limit: the most hits to return (1 to 10,000).
+
+        Returns:
+            The hits, best first.
+
+        Raises:
+            SessionError: ``invalid_argument`` for a bad query (nothing to find, an
+                unbalanced quote, too many terms) or argument.
+
+        >>> import sessiontree as st
+        >>> repo = st.InMemorySessionRepo()
+        >>> with repo.create(cwd="/w") as s:
+        ...     _ = s.append_message(st.UserMessage("Retry with backoff?"))
+        >>> [(h.role, h.snippet) for h in repo.search("retry")]
+        [('user', '**Retry** with backoff?')]
+        """
+    async def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry of a session, read without taking the session's writer lock (so
+        it works while an agent is writing it): how a search hit is opened.
+
+        The default opens the session (``locked`` while a writer has it); the
+        repositories of this package read it without opening a writer.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown session, ``invalid_id``.
         """

@@ -285,6 +285,11 @@ SESSION_CALLS: Final[Mapping[str, Policy]] = {
     "merge_context_build_options": LOCAL,
     "build_context": CONTEXT,
     "clear_context_cache": LOCAL,
+    "search": Policy(
+        "search",
+        "always in a thread: it reads the whole session (its file, or its document) and "
+        "matches it in the engine with the GIL released",
+    ),
     "close": CLOSE,
 }
 """Every public method of :class:`~sessiontree.Session` and how its twin runs."""
@@ -307,6 +312,8 @@ REPO_CALLS: Final[Mapping[str, Policy]] = {
     "list": REPO_HEAVY,
     "delete": REPO_CHEAP,
     "fork": REPO_HEAVY,
+    "search": REPO_HEAVY,
+    "read_entry": REPO_HEAVY,
 }
 """Every public method of :class:`~sessiontree.SessionRepo` and how its twin runs."""
 

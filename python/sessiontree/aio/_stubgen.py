@@ -38,7 +38,7 @@ _HEADER = (
 )
 # Dunders that belong in the stub; other names starting with "_" are private.
 _DUNDERS = ("__init__", "__len__", "__aenter__", "__aexit__", "__repr__")
-_STDLIB = ("typing", "collections.abc", "types", "os")
+_STDLIB = ("typing", "collections.abc", "types", "os", "datetime")
 
 
 def _doc(text: str | None, indent: str) -> list[str]:

@@ -37,8 +37,9 @@ examples:
   sessiontree check chat.jsonl && echo clean
   sessiontree export chat.jsonl --html -o chat.html
 
-exit status: 0 ok; 1 problems found (check, repair); 2 refused or failed (unreadable
-file, bad header, unknown session, wrong arguments); 130 interrupted.
+exit status: 0 ok; 1 problems found (check, repair) or nothing matched (search);
+2 refused or failed (unreadable file, bad header, unknown session, wrong arguments);
+130 interrupted.
 The manual is docs/cli.md; `sessiontree COMMAND --help` shows each command.
 """
 
@@ -81,6 +82,18 @@ COMMANDS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "  sessiontree show chat.jsonl 3f2a9c01   # one entry\n"
         "  sessiontree show chat.jsonl 3f2a9c01 --raw\n"
         "  sessiontree show chat.jsonl 3f2a9c01 --branch   # every entry from the root to it",
+    ),
+    (
+        "search",
+        "_search",
+        "find what was said in any session of a repository",
+        "QUERY: words (all must appear, whole words, any case; snake_case and a/b also\n"
+        'match by their parts), "a phrase", -excluded, prefix*. Exit status 1 when\n'
+        "nothing matched. The manual: docs/search.md.\n\n"
+        "examples:\n  sessiontree search 'retry backoff' ~/.myagent/sessions\n"
+        "  sessiontree search '\"connection refused\"' --role tool_result --since 2026-11-01\n"
+        "  sessiontree search 'decid*' --newest --json | jq '.hits[].snippet'\n"
+        "  sessiontree show SESSION ENTRY_ID   # a hit in its context",
     ),
     (
         "stats",

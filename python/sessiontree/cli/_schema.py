@@ -12,6 +12,7 @@ from ._target import Options, UsageError
 
 NAMES: Final = (
     "ls",
+    "search",
     "tree",
     "show",
     "stats",

@@ -12,6 +12,15 @@ Version 1:
   with ``modified_externally`` instead of writing a second branch.
 - ``<schema>.append_rows(...)``: appends a batch of lines and updates the session row, or
   raises SQLSTATE ``STMOD`` if the session is not at the expected sequence number.
+
+Version 2 (search):
+
+- ``entries.search``: the entry's search tokens (``sessiontree.search``'s tokeniser, the
+  one the file backends use) as a ``tsvector`` of lexemes taken verbatim
+  (``array_to_tsvector``), written with the row; NULL when not known (rows written before
+  version 2, or too large for a ``tsvector``), and such rows are always candidates.
+  A GIN index on it, and a partial index on the NULL rows, so a search never scans the
+  table; ``append_rows`` takes each line's tokens (``p_search``).
 """
 
 from __future__ import annotations
@@ -78,6 +87,42 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
         INSERT INTO {s}.entries (session_id, seq, entry_id, type, line)
         SELECT p_session, p_seq + u.o - 1, u.i, u.t, u.l
         FROM unnest(p_ids, p_types, p_lines) WITH ORDINALITY AS u (i, t, l, o);
+        IF p_notify IS NOT NULL THEN
+            PERFORM pg_notify(p_notify, p_session);
+        END IF;
+    END
+    $fn$;
+    """,
+    """
+    CREATE FUNCTION {s}.search_vector(p_tokens text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE AS
+        $fn$ SELECT CASE WHEN p_tokens IS NULL THEN NULL
+            ELSE array_to_tsvector(string_to_array(p_tokens, ' ')) END $fn$;
+    ALTER TABLE {s}.entries ADD COLUMN search tsvector;
+    CREATE INDEX entries_search ON {s}.entries USING gin (search);
+    CREATE INDEX entries_search_unknown ON {s}.entries (session_id, seq) WHERE search IS NULL;
+    DROP FUNCTION {s}.append_rows(text, bigint, text[], text[], bytea[], text, timestamptz,
+        integer, integer, text, bigint, text);
+    CREATE FUNCTION {s}.append_rows(
+        p_session text, p_seq bigint, p_ids text[], p_types text[], p_lines bytea[],
+        p_name text, p_modified timestamptz, p_entry_count integer,
+        p_message_count integer, p_first_message text, p_size bigint, p_notify text,
+        p_search text[]
+    ) RETURNS void LANGUAGE plpgsql AS $fn$
+    BEGIN
+        UPDATE {s}.sessions SET
+            next_seq = p_seq + cardinality(p_lines), name = p_name, modified = p_modified,
+            entry_count = p_entry_count, message_count = p_message_count,
+            first_message = p_first_message, size_bytes = p_size
+        WHERE id = p_session AND next_seq = p_seq;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'session % is not at sequence number % (another writer, or deleted)',
+                p_session, p_seq USING ERRCODE = 'STMOD';
+        END IF;
+        INSERT INTO {s}.entries (session_id, seq, entry_id, type, line, search)
+        SELECT p_session, p_seq + u.o - 1, u.i, u.t, u.l,
+            {s}.search_vector(u.x)
+        FROM unnest(p_ids, p_types, p_lines, p_search) WITH ORDINALITY AS u (i, t, l, x, o);
         IF p_notify IS NOT NULL THEN
             PERFORM pg_notify(p_notify, p_session);
         END IF;

@@ -5,12 +5,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
+from collections.abc import Sequence
 from datetime import timezone
 from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
-from ..model.entries import entry_to_json
+from ..model.entries import SessionTreeEntry, entry_to_json
 from ..model.types import SessionMetadata
 from ..repo.base import (
     ForkPosition,
@@ -22,6 +23,7 @@ from ..repo.base import (
     _ref_id,
 )
 from ..repo.fork import _prepare
+from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
 from ..storage import DURABILITY_MODES, Durability, Limits
 from ._connect import (
@@ -33,7 +35,7 @@ from ._connect import (
     raise_pg,
 )
 from ._schema import is_missing, migrate, recover
-from .storage import PostgresSessionStorage, _publish, _text
+from .storage import PostgresSessionStorage, _publish, _text, search_column
 
 __all__ = ["PostgresSessionRepo"]
 
@@ -177,6 +179,94 @@ class PostgresSessionRepo(SessionRepo):
             limits=self._limits,
         )
         return Session(storage)
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, read without the session's lock (see ``SessionRepo.read_entry``)."""
+        if not isinstance(entry_id, str):
+            raise SessionError("invalid_argument", "entry_id must be a str")
+        with self.open_readonly(ref) as session:
+            return session.get_entry(entry_id)
+
+    # -- search ----------------------------------------------------------------------
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        """Candidates from the GIN index on ``entries.search`` (every positive term's
+        tokens; rows of unknown tokens too), checked by the engine's matcher exactly as
+        the file repositories check theirs."""
+        psycopg = psycopg_module()
+        q = ident(self._schema)
+        where = ["(e.search @@ %s::tsquery OR e.search IS NULL)"]
+        params: builtins.list[Any] = [_tsquery(plan)]
+        if plan.cwd is not None or plan.session_id is not None:
+            wanted = [m.id for m in self.list(cwd=plan.cwd) if plan.wants(m.id)]
+            if not wanted:
+                return []
+            where.append("e.session_id = ANY(%s)")
+            params.append(wanted)
+        if plan.types is not None:
+            where.append("e.type = ANY(%s)")
+            params.append(builtins.list(plan.types))
+        query = (
+            f"SELECT e.session_id, s.header, e.line FROM {q}.entries e "
+            f"JOIN {q}.sessions s ON s.id = e.session_id WHERE {' AND '.join(where)} "
+            "ORDER BY e.session_id, e.seq"
+        )
+        try:
+            with self._source.borrow() as conn:
+                try:
+                    rows = conn.execute(query, params).fetchall()
+                except psycopg.Error as exc:
+                    if not is_missing(exc):
+                        raise
+                    recover(conn, self._schema)
+                    rows = conn.execute(query, params).fetchall()
+        except psycopg.Error as exc:
+            raise_pg("searching sessions", exc)
+        docs: dict[str, builtins.list[bytes]] = {}
+        for sid, header, line in rows:
+            docs.setdefault(sid, [bytes(header)]).append(bytes(line))
+
+        def branch_of(sid: str, ids: Sequence[str]) -> set[str]:
+            try:
+                session = self.open_readonly(sid)
+            except SessionError:
+                return set()
+            with session:
+                return branch_members(session.storage, ids)
+
+        sources = [(sid, b"\n".join(lines) + b"\n") for sid, lines in docs.items()]
+        return plan.scan(sources, branch_of)
+
+    def build_search_index(self) -> int:
+        """Fills the search column of rows written before it existed (schema version 1),
+        so they stop being candidates of every search. Searches are right without it.
+
+        Returns:
+            The number of rows filled.
+        """
+        psycopg = psycopg_module()
+        q = ident(self._schema)
+        filled = 0
+        try:
+            with self._source.borrow() as conn:
+                rows = conn.execute(
+                    f"SELECT e.session_id, e.seq, e.line, s.dialect FROM {q}.entries e "
+                    f"JOIN {q}.sessions s ON s.id = e.session_id WHERE e.search IS NULL"
+                ).fetchall()
+                for sid, seq, line, dialect in rows:
+                    (tokens,) = search_column([bytes(line)], dialect == "pi")
+                    if tokens is None:
+                        continue
+                    conn.execute(
+                        f"UPDATE {q}.entries SET search = {q}.search_vector(%s) "
+                        "WHERE session_id = %s AND seq = %s",
+                        (tokens, sid, seq),
+                    )
+                    filled += 1
+                conn.commit()
+        except psycopg.Error as exc:
+            raise_pg("building the search column", exc)
+        return filled
 
     # -- list ------------------------------------------------------------------------
 
@@ -376,6 +466,20 @@ class PostgresSessionRepo(SessionRepo):
 
     def __repr__(self) -> str:
         return f"PostgresSessionRepo({self._source.describe()!r}, schema={self._schema!r})"
+
+
+def _tsquery(plan: SearchPlan) -> str:
+    """The positive terms as a ``tsquery`` of verbatim lexemes: every token of every
+    term (a phrase's order and an exclusion are left to the matcher), a prefix as
+    ``:*``."""
+    parts = []
+    for tokens, prefix, negated in plan.terms:
+        if negated:
+            continue
+        for i, tok in enumerate(tokens):
+            lexeme = "'" + tok.replace("\\", "\\\\").replace("'", "''") + "'"
+            parts.append(lexeme + (":*" if prefix and i == len(tokens) - 1 else ""))
+    return " & ".join(parts)
 
 
 def _known(idx: int | None) -> int:

@@ -485,7 +485,7 @@ class PostgresSessionStorage(_EngineStorage):
             with self._io_lock:
                 conn.execute(
                     f"SELECT {ident(self._schema)}.append_rows(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                    "%s, %s, %s)",
+                    "%s, %s, %s, %s)",
                     (
                         self._sid,
                         self._next_seq,
@@ -499,6 +499,7 @@ class PostgresSessionStorage(_EngineStorage):
                         _text(meta.first_message),
                         meta.size_bytes,
                         _channel(self._schema) if self._notify else None,
+                        search_column(lines, self.dialect == "pi"),
                     ),
                 )
         except psycopg.Error as exc:
@@ -614,6 +615,10 @@ class PostgresSessionStorage(_EngineStorage):
         assert data is not None
         return data
 
+    def search_document(self) -> bytes:
+        """The document (:meth:`to_jsonl`): what a search reads."""
+        return self.to_jsonl()
+
     # -- listing ---------------------------------------------------------------------
 
     def get_first_message(self, role: str) -> MessageEntry | None:
@@ -698,6 +703,34 @@ def _poison_error(what: str, exc: BaseException) -> SessionError:
         )
         err.__cause__ = exc
     return err
+
+
+# What one row's search column may hold: a tsvector is at most 1 MB and a lexeme under
+# 2 KB; a row over either gets NULL (always a candidate, checked by the matcher).
+_SEARCH_MAX_BYTES: Final = 512 * 1024
+_LEXEME_MAX_BYTES: Final = 2000
+
+
+def search_column(lines: Sequence[bytes | None], pi: bool) -> list[str | None]:
+    """Each line's search tokens joined by spaces, as ``<schema>.search_vector`` takes
+    them (``None`` for a line not sent, or one too large for a ``tsvector``)."""
+    sent = [line for line in lines if line is not None]
+    tokens = iter(_core.search_line_tokens(sent, pi))
+    out: list[str | None] = []
+    for line in lines:
+        if line is None:
+            out.append(None)
+            continue
+        toks = next(tokens)
+        size = len(toks.encode("utf-8"))
+        too_long = size > _LEXEME_MAX_BYTES and any(
+            len(t.encode("utf-8")) > _LEXEME_MAX_BYTES for t in toks.split(" ")
+        )
+        if size > _SEARCH_MAX_BYTES or too_long:
+            out.append(None)
+        else:
+            out.append(toks)
+    return out
 
 
 def _text(value: str | None) -> str | None:
@@ -830,12 +863,21 @@ def _publish(
         with conn.transaction():
             self._insert_session_row(header_line, in_transaction=True)
             conn.execute(
-                f"INSERT INTO {q}.entries (session_id, seq, entry_id, type, line) "
-                "SELECT %s, u.o - 1, u.i, u.t, coalesce(u.l, e.line) "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bytea[]) "
-                "WITH ORDINALITY AS u (s, i, t, l, o) "
+                f"INSERT INTO {q}.entries (session_id, seq, entry_id, type, line, search) "
+                "SELECT %s, u.o - 1, u.i, u.t, coalesce(u.l, e.line), "
+                f"CASE WHEN u.l IS NULL THEN e.search ELSE {q}.search_vector(u.x) END "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bytea[], %s::text[]) "
+                "WITH ORDINALITY AS u (s, i, t, l, x, o) "
                 f"LEFT JOIN {q}.entries e ON e.session_id = %s AND e.seq = u.s",
-                (engine.session_id, seqs, ids, types, sent, copy_from),
+                (
+                    engine.session_id,
+                    seqs,
+                    ids,
+                    types,
+                    sent,
+                    search_column(sent, engine.dialect[0] == "pi"),
+                    copy_from,
+                ),
             )
 
     try:

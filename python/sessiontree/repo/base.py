@@ -14,9 +14,11 @@ from .._util import check_text, uuid7
 from ..errors import SessionError
 from ..model.entries import (
     SessionHeader,
+    SessionTreeEntry,
     header_to_json,
 )
 from ..model.types import SessionMetadata
+from ..search import SearchHit, SearchOrder, SearchPlan, search_plan
 from ..session import Session
 
 __all__ = ["FORK_POSITIONS", "ForkPosition", "SessionRef", "SessionRepo", "is_valid_session_id"]
@@ -284,3 +286,108 @@ class SessionRepo(abc.ABC):
             SessionError: ``not_found`` (unknown session or entry), ``invalid_fork_target``,
                 ``invalid_argument``.
         """
+
+    # -- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        roles: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        branch_only: bool = False,
+        order: SearchOrder = "relevance",
+        limit: int = 50,
+    ) -> builtins.list[SearchHit]:
+        """Find the entries of every session that match ``query``, best first.
+
+        The query language (the same on every repository; ``docs/search.md``): words
+        match whole tokens case-insensitively (``snake_case``, ``dotted.names`` and
+        ``paths/like/this`` also by their parts), every word must appear in the entry,
+        ``"quoted phrases"`` match consecutive tokens, ``-word`` excludes, a trailing
+        ``*`` matches a prefix. Searched: the decoded text of messages (user and
+        assistant text, thinking, tool-call names and arguments, tool results), custom
+        messages, compaction and branch summaries, labels and session names; never JSON
+        keys, ids, timestamps or image data.
+
+        Args:
+            query: what to find.
+            roles: keep only messages of these roles (``"user"``, ``"assistant"``,
+                ``"tool_result"``, ...).
+            types: keep only entries of these types (``"message"``, ``"compaction"``, ...).
+            since: keep entries at or after this time (a datetime, a date, or ISO 8601;
+                naive times are UTC).
+            until: keep entries before this time.
+            cwd: keep only the sessions of this working directory.
+            session_id: search only this session.
+            branch_only: keep only entries on their session's current branch.
+            order: ``"relevance"`` (best score, then newest) or ``"newest"``.
+            limit: the most hits to return (1 to 10,000).
+
+        Returns:
+            The hits, best first.
+
+        Raises:
+            SessionError: ``invalid_argument`` for a bad query (nothing to find, an
+                unbalanced quote, too many terms) or argument.
+
+        >>> import sessiontree as st
+        >>> repo = st.InMemorySessionRepo()
+        >>> with repo.create(cwd="/w") as s:
+        ...     _ = s.append_message(st.UserMessage("Retry with backoff?"))
+        >>> [(h.role, h.snippet) for h in repo.search("retry")]
+        [('user', '**Retry** with backoff?')]
+        """
+        plan = search_plan(
+            query,
+            roles=roles,
+            types=types,
+            since=since,
+            until=until,
+            cwd=cwd,
+            session_id=session_id,
+            branch_only=branch_only,
+            order=order,
+            limit=limit,
+        )
+        return self._search(plan)
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry of a session, read without taking the session's writer lock (so
+        it works while an agent is writing it): how a search hit is opened.
+
+        The default opens the session (``locked`` while a writer has it); the
+        repositories of this package read it without opening a writer.
+
+        Raises:
+            SessionError: ``not_found`` for an unknown session, ``invalid_id``.
+        """
+        _check_fork_args(entry_id, "at")
+        with self.open(ref) as session:
+            return session.get_entry(entry_id)
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        """Runs a checked search. The default opens every listed session in turn (a
+        session open elsewhere for writing raises ``locked``); the repositories of this
+        package read their sessions without opening them."""
+        docs: builtins.list[tuple[str, bytes]] = []
+        members: dict[str, set[str]] = {}
+        for meta in self.list(cwd=plan.cwd):
+            if not plan.wants(meta.id):
+                continue
+            with self.open(meta) as session:
+                doc = session.storage.search_document()
+                if isinstance(doc, str):
+                    with open(doc, "rb") as f:
+                        doc = f.read()
+                docs.append((meta.id, doc))
+                members[meta.id] = (
+                    {e.id for e in session.storage.get_path_to_root(session.get_leaf_id())}
+                    if session.get_leaf_id() is not None
+                    else set()
+                )
+        return plan.scan(docs, lambda sid, ids: members[sid] & set(ids))

@@ -8,14 +8,16 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final, Literal
 
 from .._util import fspath_arg, uuid7
 from ..errors import SessionError
-from ..model.entries import SessionHeader
+from ..model.entries import SessionHeader, SessionTreeEntry
 from ..model.types import SessionMetadata
+from ..search import SearchHit, SearchPlan, branch_members, search_plan
+from ..search.index import SearchIndex
 from ..session import Session
 from ..storage import (
     DURABILITY_MODES,
@@ -355,6 +357,61 @@ class JsonlSessionRepo(SessionRepo):
         if changed:
             self._save_cache(seen)
         return out
+
+    # -- search ----------------------------------------------------------------------
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, read from the file without a lock (see :meth:`SessionRepo.read_entry`)."""
+        _check_fork_args(entry_id, "at")
+        _, path = self._path(ref)
+        with JsonlSessionStorage.open(path, readonly=True, limits=self._limits) as storage:
+            return storage.get_entry(entry_id)
+
+    def _search_rows(self, plan: SearchPlan) -> builtins.list[SessionMetadata]:
+        """The sessions a search reads: every listed file that could be read."""
+        return [
+            m
+            for m in self.list(cwd=plan.cwd)
+            if m.error is None and m.path is not None and plan.wants(m.id)
+        ]
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        """Scans the files (every core; see ``docs/search.md``), or asks the search index
+        when one was built (:meth:`build_search_index`), bringing it up to date first."""
+        rows = self._search_rows(plan)
+        paths = {m.id: m.path for m in rows if m.path is not None}
+        index = SearchIndex(self._root)
+        sources: builtins.list[tuple[str, bytes | str]] | None = None
+        if index.exists():
+            sources = index.sources(rows, plan.terms)
+
+        def branch_of(sid: str, ids: Sequence[str]) -> set[str]:
+            try:
+                storage = JsonlSessionStorage.open(paths[sid], readonly=True, limits=self._limits)
+            except SessionError:
+                return set()
+            try:
+                return branch_members(storage, ids)
+            finally:
+                storage.close()
+
+        if sources is None:
+            sources = builtins.list(paths.items())
+        return plan.scan(sources, branch_of)
+
+    def build_search_index(self) -> None:
+        """Builds (or brings up to date) the search index beside the sessions, in
+        ``<root>/.sessiontree-search/``: from then on every :meth:`search` brings it up
+        to date first (reading only what was appended since) and asks it for candidates
+        instead of scanning every file. Deleting the folder is always safe; a search
+        never waits for a build (while one runs elsewhere, searches scan).
+        """
+        SearchIndex(self._root).build(self._search_rows(search_plan("x")))
+
+    def search_index_status(self) -> str:
+        """``"ready"`` when a search index exists (see :meth:`build_search_index`),
+        else ``"none"``."""
+        return "ready" if SearchIndex(self._root).exists() else "none"
 
     # -- delete ----------------------------------------------------------------------
 

@@ -10,7 +10,9 @@ from typing import Any
 
 from .._util import uuid7
 from ..errors import SessionError
+from ..model.entries import SessionTreeEntry
 from ..model.types import SessionMetadata
+from ..search import SearchHit, SearchPlan, branch_members
 from ..session import Session
 from ..storage import (
     InMemorySessionStorage,
@@ -145,6 +147,19 @@ class InMemorySessionRepo(SessionRepo):
             storage = InMemorySessionStorage.from_jsonl(doc)
             fork = self._sessions[new_id] = _MemoryRecord(storage)
             return self._handle(fork)
+
+    def read_entry(self, ref: SessionRef, entry_id: str) -> SessionTreeEntry | None:
+        """One entry, also while the session is open for writing."""
+        _check_fork_args(entry_id, "at")
+        with self._lock:
+            return self._record(ref).storage.get_entry(entry_id)
+
+    def _search(self, plan: SearchPlan) -> builtins.list[SearchHit]:
+        wanted = {m.id for m in self.list(cwd=plan.cwd) if plan.wants(m.id)}
+        with self._lock:
+            storages = {sid: r.storage for sid, r in self._sessions.items() if sid in wanted}
+            sources = [(sid, st.to_jsonl()) for sid, st in storages.items()]
+        return plan.scan(sources, lambda sid, ids: branch_members(storages[sid], ids))
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -23,6 +23,7 @@ from ..model.entries import (
     entry_from_dict,
     entry_to_dict,
     entry_to_json,
+    header_to_json,
 )
 from ..model.messages import AgentMessage, AssistantMessage
 from ..model.types import SessionStats, TreeNode
@@ -450,6 +451,17 @@ class SessionStorage(abc.ABC):
             if label is not None:
                 labels[entry.id] = label
         return labels
+
+    def search_document(self) -> str | bytes:
+        """What a search reads for this session: the path of a file holding the whole
+        session (header line first), or the document's bytes.
+
+        The default writes the header and every entry as sessiontree's JSON lines; the
+        file storage gives its path (after a flush), the engine storages their document.
+        """
+        lines = [header_to_json(self.get_metadata())]
+        lines.extend(entry_to_json(e) for e in self.get_entries())
+        return b"".join(line + b"\n" for line in lines)
 
     def atomic(self) -> AbstractContextManager[Any]:
         """A re-entrant lock that makes a sequence of calls atomic against other threads.

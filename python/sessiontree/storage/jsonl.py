@@ -156,6 +156,13 @@ class JsonlSessionStorage(_EngineStorage):
         self._check()
         return self._engine.refresh()
 
+    def search_document(self) -> str:
+        """The file's path (a writer flushes first): a search reads the file."""
+        self._check()
+        if not self._readonly:
+            self.flush()
+        return self.path
+
     def _refuse_append(self) -> None:
         self._check()  # closed comes first
         raise SessionError("readonly", f"{self.path} is open read-only")

@@ -48,6 +48,10 @@ class InMemorySessionStorage(_EngineStorage):
         assert data is not None
         return data
 
+    def search_document(self) -> bytes:
+        """The document (:meth:`to_jsonl`): what a search reads."""
+        return self.to_jsonl()
+
     @property
     def size_bytes(self) -> int:
         """The size of the document in bytes (what :meth:`to_jsonl` would return)."""

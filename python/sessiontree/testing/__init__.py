@@ -25,14 +25,18 @@ from __future__ import annotations
 
 from ._report import ConformanceError, ConformanceReport, ContractResult
 from .repo import REPO_CONTRACTS, check_repo
+from .search import SEARCH_QUERIES, plant_search_corpus, search_answers
 from .storage import STORAGE_CONTRACTS, check_storage
 
 __all__ = [
     "REPO_CONTRACTS",
+    "SEARCH_QUERIES",
     "STORAGE_CONTRACTS",
     "ConformanceError",
     "ConformanceReport",
     "ContractResult",
     "check_repo",
     "check_storage",
+    "plant_search_corpus",
+    "search_answers",
 ]

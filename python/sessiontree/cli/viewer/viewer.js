@@ -633,7 +633,7 @@
     } else if (META.has(e.type)) body.appendChild(el("span", "hl", preview(pos)));
     else body.appendChild(el("pre", "hl", jsonText(e)));
     art.appendChild(body);
-    if (termRe) highlightEntries(art);
+    if (terms) highlightEntries(art);
     return art;
   }
 
@@ -739,34 +739,146 @@
   $("toleaf").addEventListener("click", () => select(sessionLeaf >= 0 ? sessionLeaf : N - 1, false));
 
   // ---------------------------------------------------------------- search
-  // The query is split into words; an entry matches when its text holds every word
-  // (case-insensitive, anywhere, "auth" finds "OAuth2"). A hit is one occurrence of one
-  // of the words in a matching entry: the hits are counted, listed by entry, marked in
-  // the conversation (<mark>), and Enter / Shift+Enter (or the arrows) go to the next /
-  // previous one, across branches. The text searched is the text shown: messages,
-  // thinking, tool calls (name and arguments) and results, shell commands and output,
-  // summaries, and the line shown for other entries (Markdown as written).
+  // The query language of `sessiontree search` and `repo.search` (docs/search.md), with
+  // the same rules: words match whole tokens case-insensitively (tokens are runs of
+  // letters, digits and other non-punctuation, cut at Unicode word boundaries where a
+  // run holds ideographs, kana or emoji: Intl.Segmenter, as the engine's UAX #29 pass);
+  // every word must appear in the entry; "quoted phrases" match consecutive tokens (so
+  // does snake_case: "snake case"); -word excludes; a trailing * matches a prefix. A hit
+  // is one occurrence of one positive term in a matching entry: the hits are counted,
+  // listed by entry, marked in the conversation (<mark>), and Enter / Shift+Enter (or the
+  // arrows) go to the next / previous one, across branches. The text searched is the
+  // text shown: messages, thinking, tool calls (name and arguments) and results, shell
+  // commands and output, summaries, and the line shown for other entries.
   const results = $("results"), q = $("q"), hitsOut = $("hits");
   let searchToken = 0, debounce = 0, searched = null, searching = Promise.resolve();
-  let termRe = null, termTests = [];
+  let terms = null;
   let hitEntries = [], hitStart = [0], hitTotal = 0, cur = -1;
-  const escapeRe = (t) => t.replace(/[\\^$.*+?()[\]{}|\/-]/g, "\\$&");
-  function setQuery(query) {
-    const words = [...new Set(query.trim().toLowerCase().split(/\s+/).filter(Boolean))];
-    words.sort((a, b) => b.length - a.length);
-    termRe = words.length ? new RegExp(words.map(escapeRe).join("|"), "gi") : null;
-    termTests = words.map((w) => new RegExp(escapeRe(w), "i"));
+  // UAX #29's word rules for the runs that need them (the engine uses the
+  // unicode-segmentation crate; Intl.Segmenter would use dictionaries and differ):
+  // ideographs, kana other than katakana, Thai and its neighbours, emoji and symbols are
+  // words of their own, katakana runs and letter/digit runs join, marks and emoji
+  // modifiers (and a ZWJ sequence) stay with what they follow.
+  const SINGLE = /[\p{Ideographic}\p{Script=Hiragana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+  const KATA = /[\p{Script=Katakana}\u30fc]/u, PICT = /\p{Extended_Pictographic}/u;
+  const MARK = /[\p{M}\u200d\ufe0f\u{1f3fb}-\u{1f3ff}]/u, WORD = /[\p{L}\p{N}]/u;
+  function wordClass(ch) {
+    if (MARK.test(ch)) return "mark";
+    if (PICT.test(ch)) return "pict";
+    if (KATA.test(ch)) return "kata";
+    if (SINGLE.test(ch)) return "single";
+    return WORD.test(ch) ? "word" : "single";
   }
-  function countIn(text) {
-    let n = 0;
-    termRe.lastIndex = 0;
-    while (termRe.exec(text) !== null) n++;
-    return n;
+  function segment(text, s, e, push) {
+    let start = -1, cls = null, zwj = false, i = s;
+    for (const ch of text.slice(s, e)) {
+      const c = wordClass(ch);
+      if (start >= 0 && (c === "mark" || (zwj && c === "pict") || (c === cls && (c === "word" || c === "kata")))) {
+        zwj = ch === "\u200d";
+      } else {
+        if (start >= 0) push(start, i);
+        start = i; cls = c; zwj = false;
+      }
+      i += ch.length;
+    }
+    if (start >= 0) push(start, e);
+  }
+  const LETTER = /[\p{Alphabetic}\p{N}]/u;
+  // Non-ASCII punctuation, as rust/engine/search/tokens.rs declares it.
+  function punct(cp, ch) {
+    if ((cp >= 0xa0 && cp <= 0xbf) || (cp >= 0x3000 && cp <= 0x303f)) return !LETTER.test(ch);
+    if (cp === 0x200c || cp === 0x200d) return false;
+    if ((cp >= 0x2000 && cp <= 0x206f) || (cp >= 0x2e00 && cp <= 0x2e7f)) return true;
+    if ([0xd7, 0xf7, 0x30fb, 0x60c, 0x61b, 0x61f, 0x964, 0x965].includes(cp)) return true;
+    return (cp >= 0x66a && cp <= 0x66d) || (cp >= 0xfe10 && cp <= 0xfe1f) || (cp >= 0xfe30 && cp <= 0xfe6f) ||
+      (cp >= 0xff01 && cp <= 0xff0f) || (cp >= 0xff1a && cp <= 0xff20) || (cp >= 0xff3b && cp <= 0xff40) || (cp >= 0xff5b && cp <= 0xff65);
+  }
+  function tokenChar(ch) {
+    const cp = ch.codePointAt(0);
+    if (cp < 0x80) return /[A-Za-z0-9]/.test(ch);
+    return !(/\s/u.test(ch) || /\p{Cc}/u.test(ch) || punct(cp, ch));
+  }
+  const joins = (cp) => cp < 0x0e00 || (cp >= 0x1e00 && cp < 0x2000);
+  const lower = (ch) => (ch.toLowerCase()[Symbol.iterator]().next().value || ch);
+  // The tokens of `text`: {t: lowercased, s, e} (UTF-16 offsets).
+  function tokenize(text) {
+    const out = [];
+    const push = (s, e) => out.push({ t: [...text.slice(s, e)].map(lower).join(""), s, e });
+    const run = (s, e, simple) => (simple ? push(s, e) : segment(text, s, e, push));
+    let start = -1, simple = true, i = 0;
+    for (const ch of text) {
+      if (tokenChar(ch)) {
+        if (start < 0) { start = i; simple = true; }
+        if (!joins(ch.codePointAt(0))) simple = false;
+      } else if (start >= 0) { run(start, i, simple); start = -1; }
+      i += ch.length;
+    }
+    if (start >= 0) run(start, text.length, simple);
+    return out;
+  }
+  // The terms of a query ({toks, prefix, neg}), or null when it has nothing to find.
+  function parseQuery(query) {
+    const out = [];
+    let rest = query;
+    for (;;) {
+      rest = rest.replace(/^\s+/u, "");
+      if (!rest) break;
+      let neg = false;
+      if (rest[0] === "-" && rest.length > 1 && !/\s/u.test(rest[1])) { neg = true; rest = rest.slice(1); }
+      let body, after;
+      if (rest[0] === '"') {
+        const close = rest.indexOf('"', 1);
+        if (close < 0) return null; // unbalanced: refused, as the engine refuses it
+        body = rest.slice(1, close); after = rest.slice(close + 1);
+      } else {
+        const m = /[\s"]/u.exec(rest), end = m ? m.index : rest.length;
+        body = rest.slice(0, end); after = rest.slice(end);
+      }
+      let prefix = false;
+      if (after[0] === "*") { prefix = true; after = after.replace(/^\*+/, ""); }
+      else if (body.endsWith("*")) { prefix = true; body = body.replace(/\*+$/, ""); }
+      rest = after;
+      const toks = tokenize(body).map((x) => x.t);
+      if (toks.length) out.push({ toks, prefix, neg });
+    }
+    return out.some((t) => !t.neg) ? out : null;
+  }
+  function setQuery(query) { terms = parseQuery(query); }
+  // Where the positive terms match in `toks`: [first token, count] pairs.
+  function termMatches(term, toks, out) {
+    const n = term.toks.length;
+    let count = 0;
+    for (let i = 0; i + n <= toks.length; i++) {
+      let ok = true;
+      for (let k = 0; k < n && ok; k++) {
+        const have = toks[i + k].t, want = term.toks[k];
+        ok = term.prefix && k === n - 1 ? have.startsWith(want) : have === want;
+      }
+      if (ok) { count++; if (out) out.push([i, n]); }
+    }
+    return count;
+  }
+  // The hits of an entry whose shown texts are `fields`: 0 unless every positive term and
+  // no excluded one is found (in one text each).
+  function entryHits(fields) {
+    if (!terms) return 0;
+    const all = fields.map(tokenize);
+    let hits = 0;
+    for (const term of terms) {
+      const n = all.reduce((sum, toks) => sum + termMatches(term, toks, null), 0);
+      if (term.neg ? n > 0 : n === 0) return 0;
+      if (!term.neg) hits += n;
+    }
+    return hits;
+  }
+  // The spans [start, end) of the positive terms' matches in `text`.
+  function spansIn(text) {
+    const toks = tokenize(text), found = [];
+    for (const term of terms) if (!term.neg) termMatches(term, toks, found);
+    return found.map(([i, n]) => [toks[i].s, toks[i + n - 1].e]).sort((a, b) => a[0] - b[0]);
   }
   function matches(pos) {
-    if (!termRe || !loaded(pos)) return false;
-    const text = searchFields(pos).join("\n");
-    return termTests.every((t) => t.test(text));
+    return !!terms && loaded(pos) && entryHits(searchFields(pos)) > 0;
   }
   // <mark> the hits in the entries shown in `root` (a card, or the conversation).
   function highlightEntries(root) {
@@ -787,13 +899,13 @@
     }
     for (const t of nodes) {
       const text = t.nodeValue;
-      let m, last = 0, frag = null;
-      termRe.lastIndex = 0;
-      while ((m = termRe.exec(text)) !== null) {
+      let last = 0, frag = null;
+      for (const [s, e] of spansIn(text)) {
+        if (s < last) continue;
         if (!frag) frag = document.createDocumentFragment();
-        if (m.index > last) frag.appendChild(document.createTextNode(text.slice(last, m.index)));
-        frag.appendChild(el("mark", null, m[0]));
-        last = termRe.lastIndex;
+        if (s > last) frag.appendChild(document.createTextNode(text.slice(last, s)));
+        frag.appendChild(el("mark", null, text.slice(s, e)));
+        last = e;
       }
       if (!frag) continue;
       if (last < text.length) frag.appendChild(document.createTextNode(text.slice(last)));
@@ -811,8 +923,7 @@
     for (const d of root.querySelectorAll("details.hashit")) d.classList.remove("hashit");
   }
   function snippet(text, li) {
-    termRe.lastIndex = 0;
-    const m = termRe.exec(text), at = m ? m.index : 0;
+    const first = spansIn(text)[0], at = first ? first[0] : 0;
     const from = Math.max(0, at - 40);
     const s = (from > 0 ? "…" : "") + text.slice(from, at + 120).replace(/\s+/g, " ");
     const box = el("span", "hl", s);
@@ -820,7 +931,7 @@
     highlightIn([box]);
   }
   function showCount(done) {
-    if (!termRe) { hitsOut.textContent = ""; return; }
+    if (!terms) { hitsOut.textContent = ""; return; }
     let t = hitTotal === 0 ? "no hits" : hitTotal.toLocaleString() + (hitTotal === 1 ? " hit" : " hits");
     if (hitTotal && cur >= 0) t = "hit " + (cur + 1).toLocaleString() + " of " + hitTotal.toLocaleString();
     hitsOut.textContent = done ? t : "searching… " + t;
@@ -835,7 +946,7 @@
     setQuery(query);
     hitEntries = []; hitStart = [0]; hitTotal = 0; cur = -1;
     showCount(true);
-    if (!termRe) { searching = Promise.resolve(); return searching; }
+    if (!terms) { results.dataset.done = "1"; searching = Promise.resolve(); return searching; }
     const status = el("li", "status", "searching…");
     results.appendChild(status);
     const LIMIT = 500; // entries listed; all hits are counted
@@ -850,8 +961,7 @@
         const end = Math.min(N, (c + 1) * CHUNK);
         for (let pos = c * CHUNK; pos < end; pos++) {
           const fields = searchFields(pos), text = fields.join("\n");
-          if (!termTests.every((t) => t.test(text))) continue;
-          const n = countIn(text);
+          const n = entryHits(fields);
           if (!n) continue;
           hitEntries.push(pos);
           hitTotal += n;

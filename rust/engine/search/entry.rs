@@ -1,0 +1,401 @@
+//! What of an entry is searched, and how one entry is matched, scored and quoted.
+//!
+//! The searched texts of an entry (read from its line in sessiontree's dialect) are the
+//! decoded strings of: a message's content (text, thinking, a tool call's name and every
+//! string or number in its arguments, tool results), a custom message's content, the
+//! summaries of compactions and branch summaries (entries and messages), a label and a
+//! session name, and pi's shell commands and their output. Never JSON keys, ids,
+//! timestamps, signatures or image data.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::query::{Query, Term};
+use super::tokens::{tokenize, Tokens};
+
+/// The searchable facts of one entry line.
+#[derive(Debug)]
+pub struct EntryText {
+    /// The entry's `type`.
+    pub entry_type: String,
+    /// Its `id`.
+    pub id: String,
+    /// Its ISO `timestamp` as written.
+    pub timestamp: String,
+    /// The message's role, for a `message` entry.
+    pub role: Option<String>,
+    /// The searched texts, in the entry's order.
+    pub texts: Vec<String>,
+}
+
+/// A JSON value left unread until needed: only the searched fields are ever decoded,
+/// the rest of a line (usage, signatures, image data) is skipped without allocating.
+type Raw<'a> = Option<&'a RawValue>;
+
+/// The fields of an entry line the search reads (any other key is skipped).
+#[derive(Deserialize)]
+struct LineFields<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    id: Raw<'a>,
+    #[serde(borrow)]
+    timestamp: Raw<'a>,
+    #[serde(borrow)]
+    message: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+    #[serde(borrow)]
+    label: Raw<'a>,
+    #[serde(borrow)]
+    name: Raw<'a>,
+}
+
+/// The fields of a message (and of a content block) the search reads.
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Raw<'a>,
+    #[serde(borrow)]
+    role: Raw<'a>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    summary: Raw<'a>,
+    #[serde(borrow)]
+    command: Raw<'a>,
+    #[serde(borrow)]
+    output: Raw<'a>,
+    #[serde(borrow)]
+    text: Raw<'a>,
+    #[serde(borrow)]
+    thinking: Raw<'a>,
+    #[serde(borrow)]
+    name: Raw<'a>,
+    #[serde(borrow)]
+    arguments: Raw<'a>,
+}
+
+/// The string a raw value holds (`None` for any other JSON value).
+fn string(v: Raw<'_>) -> Option<String> {
+    let raw = v?.get();
+    if !raw.starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Cow<'_, str>>(raw)
+        .ok()
+        .map(Cow::into_owned)
+}
+
+fn push_str(out: &mut Vec<String>, v: Raw<'_>) {
+    if let Some(s) = string(v) {
+        out.push(s);
+    }
+}
+
+/// Every string and number inside a JSON value (a tool call's arguments), never its keys.
+fn push_scalars(out: &mut Vec<String>, v: &Value) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(a) => stack.extend(a.iter().rev()),
+            Value::Object(o) => stack.extend(o.values().rev()),
+            Value::Bool(_) | Value::Null => {}
+        }
+    }
+}
+
+/// A message's (or custom message's) `content`: a string or a list of blocks.
+fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
+    let Some(raw) = content else { return };
+    if raw.get().starts_with('"') {
+        push_str(out, content);
+        return;
+    }
+    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(raw.get()) else {
+        return;
+    };
+    for b in blocks {
+        let Ok(f) = serde_json::from_str::<Fields<'_>>(b.get()) else {
+            continue;
+        };
+        match string(f.ty).as_deref() {
+            Some("text") => push_str(out, f.text),
+            Some("thinking") => push_str(out, f.thinking),
+            Some("tool_call") => {
+                push_str(out, f.name);
+                if let Some(args) = f.arguments {
+                    if let Ok(v) = serde_json::from_str::<Value>(args.get()) {
+                        push_scalars(out, &v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reads the searchable facts of an entry line in sessiontree's dialect; `None` for a line
+/// that is not an entry object with an `id`.
+pub fn entry_text(line: &str) -> Option<EntryText> {
+    let f: LineFields<'_> = serde_json::from_str(line).ok()?;
+    let entry_type = string(f.ty)?;
+    let id = string(f.id)?;
+    let timestamp = string(f.timestamp).unwrap_or_default();
+    let mut texts = Vec::new();
+    let mut role = None;
+    match entry_type.as_str() {
+        "message" => {
+            let m: Fields<'_> = serde_json::from_str(f.message?.get()).ok()?;
+            let r = string(m.role).unwrap_or_default();
+            match r.as_str() {
+                "compaction_summary" | "branch_summary" => push_str(&mut texts, m.summary),
+                "bash_execution" => {
+                    push_str(&mut texts, m.command);
+                    push_str(&mut texts, m.output);
+                }
+                _ => push_content(&mut texts, m.content),
+            }
+            role = Some(r);
+        }
+        "custom_message" => push_content(&mut texts, f.content),
+        "compaction" | "branch_summary" => push_str(&mut texts, f.summary),
+        "label" => push_str(&mut texts, f.label),
+        "session_info" => push_str(&mut texts, f.name),
+        _ => {}
+    }
+    Some(EntryText {
+        entry_type,
+        id,
+        timestamp,
+        role,
+        texts,
+    })
+}
+
+/// Where a positive term matched: (text, first token, token count).
+type Match = (usize, usize, usize);
+
+/// The outcome of matching one entry.
+#[derive(Debug)]
+pub struct Matched {
+    /// The relevance score (see [`score`]).
+    pub score: f64,
+    /// The texts' tokens.
+    pub tokens: Vec<Tokens>,
+    /// Where the positive terms matched.
+    pub matches: Vec<Match>,
+}
+
+fn term_matches(term: &Term, fields: &[Vec<&str>], out: Option<&mut Vec<Match>>) -> usize {
+    let mut count = 0;
+    let mut out = out;
+    for (f, toks) in fields.iter().enumerate() {
+        for i in 0..toks.len() {
+            if term.matches_at(toks, i) {
+                count += 1;
+                if let Some(o) = out.as_deref_mut() {
+                    o.push((f, i, term.tokens.len()));
+                }
+            }
+        }
+    }
+    count
+}
+
+/// The score of an entry: for each positive term `1 + ln(count)`, summed, divided by
+/// `1 + ln(1 + n / 600)` for an entry of `n` bytes of searched text (about 100 words). It
+/// depends on the entry alone, so every backend ranks alike.
+pub fn score(counts: &[usize], n_bytes: usize) -> f64 {
+    let tf: f64 = counts.iter().map(|&c| 1.0 + (c as f64).ln()).sum();
+    #[allow(clippy::cast_precision_loss)]
+    let norm = 1.0 + (1.0 + n_bytes as f64 / 600.0).ln();
+    // Rounded, so a score printed and read back (JSON) compares equal.
+    (tf / norm * 1e6).round() / 1e6
+}
+
+/// Matches `texts` against `query`: `None` unless every positive term and no excluded
+/// term is found. `might(text)` may tell that a text holds none of the query's tokens
+/// (a literal prefilter): such a text is not tokenised.
+pub fn match_texts(
+    query: &Query,
+    texts: &[String],
+    might: Option<&dyn Fn(&str) -> bool>,
+) -> Option<Matched> {
+    let tokens: Vec<Tokens> = texts
+        .iter()
+        .map(|t| {
+            if might.is_none_or(|m| m(t)) {
+                tokenize(t)
+            } else {
+                Tokens::default()
+            }
+        })
+        .collect();
+    let fields: Vec<Vec<&str>> = tokens
+        .iter()
+        .map(|ts| ts.list.iter().map(|t| ts.text(t)).collect())
+        .collect();
+    let mut matches = Vec::new();
+    let mut counts = Vec::new();
+    for term in &query.terms {
+        if term.negated {
+            if term_matches(term, &fields, None) > 0 {
+                return None;
+            }
+        } else {
+            let c = term_matches(term, &fields, Some(&mut matches));
+            if c == 0 {
+                return None;
+            }
+            counts.push(c);
+        }
+    }
+    let n: usize = texts.iter().map(String::len).sum();
+    Some(Matched {
+        score: score(&counts, n),
+        tokens,
+        matches,
+    })
+}
+
+/// Characters of context before the first match in a snippet.
+const BEFORE: usize = 60;
+/// The most characters of text a snippet shows.
+const WIDTH: usize = 200;
+/// What marks a match in a snippet.
+pub const MARK: &str = "**";
+
+/// A snippet of the text holding the first match: up to [`WIDTH`] characters around it,
+/// white space and control characters folded to one space, `…` where cut, every match
+/// in it between [`MARK`]s. Returns it with the (start, end) character offsets of the
+/// marked text (between the marks).
+pub fn snippet(texts: &[String], m: &Matched) -> (String, Vec<(usize, usize)>) {
+    let Some(&(field, first, _)) = m.matches.iter().min() else {
+        return (String::new(), Vec::new());
+    };
+    let text = &texts[field];
+    let toks = &m.tokens[field].list;
+    // Byte spans of the matches in this text, merged.
+    let mut spans: Vec<(usize, usize)> = m
+        .matches
+        .iter()
+        .filter(|(f, _, _)| *f == field)
+        .map(|&(_, i, n)| (toks[i].start, toks[i + n - 1].end))
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let at = toks[first].start;
+    // Start BEFORE characters ahead of the match (at a character boundary).
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .nth(BEFORE - 1)
+        .map_or(0, |(i, _)| i);
+    let mut out = String::new();
+    let mut marks = Vec::new();
+    let mut n_chars = 0usize;
+    if start > 0 {
+        out.push('…');
+        n_chars += 1;
+    }
+    let mut shown = 0usize;
+    let mut space = false;
+    let mut open: Option<usize> = None;
+    let mut next = merged.iter().filter(|(_, e)| *e > start).peekable();
+    for (i, c) in text[start..].char_indices() {
+        let i = start + i;
+        if let Some(o) = open {
+            if merged.iter().any(|&(_, e)| e == i) {
+                out.push_str(MARK);
+                n_chars += MARK.len();
+                marks.push((o, n_chars - MARK.len()));
+                open = None;
+            }
+        }
+        if shown >= WIDTH && open.is_none() {
+            out.push('…');
+            return (out, marks);
+        }
+        if c.is_whitespace() || c.is_control() {
+            space = true;
+            continue;
+        }
+        if space && shown > 0 {
+            out.push(' ');
+            n_chars += 1;
+            shown += 1;
+        }
+        space = false;
+        if open.is_none() {
+            while next.peek().is_some_and(|(_, e)| *e <= i) {
+                next.next();
+            }
+            if next.peek().is_some_and(|(s, _)| *s == i) {
+                out.push_str(MARK);
+                n_chars += MARK.len();
+                open = Some(n_chars);
+                next.next();
+            }
+        }
+        out.push(c);
+        n_chars += 1;
+        shown += 1;
+    }
+    if let Some(o) = open {
+        out.push_str(MARK);
+        marks.push((o, n_chars));
+    }
+    (out, marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(q: &str, texts: &[&str]) -> Option<(String, Vec<(usize, usize)>)> {
+        let query = Query::parse(q).unwrap();
+        let texts: Vec<String> = texts.iter().map(|s| (*s).to_owned()).collect();
+        match_texts(&query, &texts, None).map(|m| snippet(&texts, &m))
+    }
+
+    #[test]
+    fn matches_and_marks() {
+        let (s, marks) = hit("retry", &["We chose a Retry with\nbackoff."]).unwrap();
+        assert_eq!(s, "We chose a **Retry** with backoff.");
+        let chars: Vec<char> = s.chars().collect();
+        let marked: String = chars[marks[0].0..marks[0].1].iter().collect();
+        assert_eq!(marked, "Retry");
+        assert!(hit("retry -backoff", &["retry", "backoff"]).is_none());
+        assert!(hit("\"retry backoff\"", &["retry", "backoff"]).is_none());
+        assert!(hit("\"retry backoff\"", &["a retry backoff"]).is_some());
+        assert!(hit("back*", &["backoff"]).is_some());
+        assert!(hit("snake_case", &["use snake_case here"]).is_some());
+        assert!(hit("case", &["use snake_case here"]).is_some());
+        assert!(hit("東京", &["私は東京に行く"]).is_some());
+        let (s, _) = hit("for", &["SELECT … FOR UPDATE"]).unwrap();
+        assert_eq!(s, "SELECT … **FOR** UPDATE");
+    }
+
+    #[test]
+    fn long_texts_are_cut_around_the_match() {
+        let text = format!("{} needle {}", "a ".repeat(500), "b ".repeat(500));
+        let (s, _) = hit("needle", &[&text]).unwrap();
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.contains("**needle**"));
+        assert!(s.chars().count() < 220);
+    }
+}

@@ -1,0 +1,755 @@
+//! The scan: every session document read in parallel, lines found by a byte-level
+//! prefilter, only those lines decoded and matched.
+//!
+//! The prefilter looks for the query's longest token in the raw bytes, in every case form
+//! that lowercases to it (one `regex-automata` literal search, as ripgrep does), or for a
+//! JSON `\u` escape (a token written with escapes is not in the bytes as written). A
+//! token of decoded text is otherwise in its line's bytes as is: JSON escapes only quotes,
+//! backslashes and control characters, none of them token characters. So the lines the
+//! prefilter skips cannot match, and the answers equal a full decode of every line.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Mutex;
+
+use memchr::{memchr, memrchr};
+use regex_automata::meta::Regex;
+use regex_automata::Input;
+
+use crate::engine::dialect::{detect, entry_to_native, Dialect};
+use crate::engine::error::{EngineError, ErrorCode};
+
+use super::entry::{entry_text, match_texts, snippet};
+use super::query::Query;
+use super::tokens::upper_variants;
+
+/// Which entries count, besides the query.
+#[derive(Debug, Clone, Default)]
+pub struct Filters {
+    /// Keep only messages of these roles (sessiontree's names).
+    pub roles: Option<Vec<String>>,
+    /// Keep only entries of these types.
+    pub types: Option<Vec<String>>,
+    /// Keep only entries at or after this time (Unix milliseconds).
+    pub since_ms: Option<i64>,
+    /// Keep only entries before this time (Unix milliseconds).
+    pub until_ms: Option<i64>,
+}
+
+/// How hits are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Best score first, then newest.
+    Relevance,
+    /// Newest first.
+    Newest,
+}
+
+/// Where a session's lines are.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A session file (header first).
+    Path(PathBuf),
+    /// A session document in memory (header first).
+    Bytes(Vec<u8>),
+}
+
+/// One session to search.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    /// The session's id, as the repository names it.
+    pub session_id: String,
+    /// Its lines.
+    pub source: Source,
+}
+
+/// One entry that matched.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The index of its document in the searched list.
+    pub doc: usize,
+    /// The session id.
+    pub session_id: String,
+    /// The entry id.
+    pub entry_id: String,
+    /// The entry type.
+    pub entry_type: String,
+    /// The message role, for a message entry.
+    pub role: Option<String>,
+    /// The entry's ISO timestamp as written.
+    pub timestamp: String,
+    /// The timestamp in Unix milliseconds, when it reads as one.
+    pub ts_ms: Option<i64>,
+    /// The relevance score.
+    pub score: f64,
+    /// The marked snippet.
+    pub snippet: String,
+    /// Character offsets of the marked text in the snippet.
+    pub marks: Vec<(usize, usize)>,
+}
+
+/// Parses an ISO-8601 time (`YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±HH:MM]`, or a bare date as
+/// midnight UTC) into Unix milliseconds.
+pub fn parse_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |at: usize, n: usize| -> Option<i64> {
+        let part = b.get(at..at + n)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0')))
+    };
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !(1..=12).contains(&mo) {
+        return None;
+    }
+    if !(1..=31).contains(&d) {
+        return None;
+    }
+    let days = days_from_civil(y, mo, d);
+    if b.len() == 10 {
+        return Some(days * 86_400_000);
+    }
+    if !matches!(b.get(10), Some(b'T' | b't' | b' ')) || b.get(13) != Some(&b':') {
+        return None;
+    }
+    let (h, mi) = (num(11, 2)?, num(14, 2)?);
+    let (sec, mut at) = if b.get(16) == Some(&b':') {
+        (num(17, 2)?, 19)
+    } else {
+        (0, 16)
+    };
+    let mut ms = 0i64;
+    if matches!(b.get(at), Some(b'.' | b',')) {
+        let digits = b[at + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        for k in 0..3 {
+            ms = ms * 10
+                + b.get(at + 1 + k)
+                    .filter(|c| k < digits && c.is_ascii_digit())
+                    .map_or(0, |c| i64::from(c - b'0'));
+        }
+        at += 1 + digits;
+    }
+    let offset = match b.get(at) {
+        None => 0,
+        Some(b'Z' | b'z') if at + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) => {
+            let colon = usize::from(b.get(at + 3) == Some(&b':'));
+            let (oh, om) = (num(at + 1, 2)?, num(at + 3 + colon, 2)?);
+            if at + 5 + colon != b.len() {
+                return None;
+            }
+            let m = oh * 60 + om;
+            if sign == b'-' {
+                -m
+            } else {
+                m
+            }
+        }
+        _ => return None,
+    };
+    if h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    Some(((days * 24 + h) * 60 + mi - offset) * 60_000 + sec * 1000 + ms)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `c` written so a regex reads it literally, in or out of a class.
+fn lit(out: &mut String, c: char) {
+    if c.is_alphanumeric() {
+        out.push(c);
+    } else {
+        out.push_str(&format!("\\x{{{:X}}}", c as u32));
+    }
+}
+
+/// `needle` in every case form, as a regex.
+fn case_forms(pat: &mut String, needle: &str) {
+    for c in needle.chars() {
+        let variants = upper_variants(c);
+        if variants.is_empty() {
+            lit(pat, c);
+        } else {
+            pat.push('[');
+            lit(pat, c);
+            for &v in variants {
+                lit(pat, v);
+            }
+            pat.push(']');
+        }
+    }
+}
+
+fn compile(pat: &str) -> Result<Regex, EngineError> {
+    Regex::new(pat).map_err(|e| {
+        EngineError::new(
+            ErrorCode::InvalidArgument,
+            format!("the query cannot be searched for: {e}"),
+        )
+    })
+}
+
+/// The line prefilter: the needle in every case form, or a JSON `\u` escape.
+fn prefilter(needle: &str) -> Result<Regex, EngineError> {
+    let mut pat = String::from("(?:");
+    case_forms(&mut pat, needle);
+    pat.push_str(")|\\\\u");
+    compile(&pat)
+}
+
+/// The text prefilter: any token of any term (a prefix as what it starts with), in every
+/// case form. A decoded text without one has no match of any term.
+fn any_token(query: &Query) -> Result<Regex, EngineError> {
+    let mut pat = String::new();
+    for t in &query.terms {
+        for tok in &t.tokens {
+            if !pat.is_empty() {
+                pat.push('|');
+            }
+            pat.push_str("(?:");
+            case_forms(&mut pat, tok);
+            pat.push(')');
+        }
+    }
+    compile(&pat)
+}
+
+/// A query ready to run over documents.
+#[derive(Debug)]
+pub struct Searcher {
+    query: Query,
+    filters: Filters,
+    prefilter: Regex,
+    any_token: Regex,
+}
+
+/// The prefilters of the last queries: compiling them costs more than an indexed search
+/// of a few candidates, and agents repeat queries.
+type Compiled = (Query, Regex, Regex);
+static RECENT: Mutex<Vec<(String, std::sync::Arc<Compiled>)>> = Mutex::new(Vec::new());
+const RECENT_MAX: usize = 32;
+
+fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
+    let mut recent = RECENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(at) = recent.iter().position(|(q, _)| q == text) {
+        let hit = recent.remove(at);
+        let c = hit.1.clone();
+        recent.push(hit);
+        return Ok(c);
+    }
+    drop(recent);
+    let query = Query::parse(text)?;
+    let pre = prefilter(query.needle())?;
+    let any = any_token(&query)?;
+    let c = std::sync::Arc::new((query, pre, any));
+    let mut recent = RECENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if recent.len() >= RECENT_MAX {
+        recent.remove(0);
+    }
+    recent.push((text.to_owned(), c.clone()));
+    Ok(c)
+}
+
+/// The best hits seen so far, kept to about `limit`.
+struct Best {
+    order: Order,
+    limit: Option<usize>,
+    hits: Vec<Hit>,
+    /// The worst hit kept at the last trim: anything not better is not kept.
+    bar: Option<(f64, Option<i64>, String, String)>,
+}
+
+fn cmp_keys(
+    order: Order,
+    a: (f64, Option<i64>, &str, &str),
+    b: (f64, Option<i64>, &str, &str),
+) -> Ordering {
+    let by_time =
+        b.1.cmp(&a.1)
+            .then_with(|| a.2.cmp(b.2))
+            .then_with(|| a.3.cmp(b.3));
+    match order {
+        Order::Relevance => b.0.total_cmp(&a.0).then(by_time),
+        Order::Newest => by_time,
+    }
+}
+
+fn key(h: &Hit) -> (f64, Option<i64>, &str, &str) {
+    (h.score, h.ts_ms, &h.session_id, &h.entry_id)
+}
+
+/// Sorts hits best first.
+pub fn sort_hits(order: Order, hits: &mut [Hit]) {
+    hits.sort_by(|a, b| cmp_keys(order, key(a), key(b)));
+}
+
+impl Best {
+    fn wants(&self, score: f64, ts: Option<i64>, sid: &str, eid: &str) -> bool {
+        self.bar.as_ref().is_none_or(|bar| {
+            cmp_keys(
+                self.order,
+                (score, ts, sid, eid),
+                (bar.0, bar.1, &bar.2, &bar.3),
+            ) == Ordering::Less
+        })
+    }
+
+    fn push(&mut self, hit: Hit) {
+        self.hits.push(hit);
+        if let Some(limit) = self.limit {
+            if self.hits.len() >= 2 * limit.max(16) {
+                self.trim(limit);
+            }
+        }
+    }
+
+    fn trim(&mut self, limit: usize) {
+        sort_hits(self.order, &mut self.hits);
+        self.hits.truncate(limit);
+        if self.hits.len() == limit {
+            if let Some(w) = self.hits.last() {
+                self.bar = Some((w.score, w.ts_ms, w.session_id.clone(), w.entry_id.clone()));
+            }
+        }
+    }
+}
+
+impl Searcher {
+    /// Parses `query`.
+    ///
+    /// # Errors
+    /// `invalid_argument` for a bad query.
+    pub fn new(query: &str, filters: Filters) -> Result<Searcher, EngineError> {
+        let c = compiled(query)?;
+        Ok(Searcher {
+            query: c.0.clone(),
+            filters,
+            prefilter: c.1.clone(),
+            any_token: c.2.clone(),
+        })
+    }
+
+    /// The parsed query.
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+
+    fn keep(&self, ty: &str, role: Option<&str>, ts: Option<i64>) -> bool {
+        if let Some(types) = &self.filters.types {
+            if !types.iter().any(|t| t == ty) {
+                return false;
+            }
+        }
+        if let Some(roles) = &self.filters.roles {
+            if !role.is_some_and(|r| roles.iter().any(|x| x == r)) {
+                return false;
+            }
+        }
+        if let Some(since) = self.filters.since_ms {
+            if ts.is_none_or(|t| t < since) {
+                return false;
+            }
+        }
+        if let Some(until) = self.filters.until_ms {
+            if ts.is_none_or(|t| t >= until) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
+    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+        let Some(e) = entry_text(line) else { return };
+        let ts = parse_ms(&e.timestamp);
+        if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
+            return;
+        }
+        let might = |t: &str| self.any_token.is_match(t.as_bytes());
+        let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
+            return;
+        };
+        // A duplicated id names its first line (the format's rule).
+        if !seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id) {
+            return;
+        }
+        let (snippet, marks) = snippet(&e.texts, &m);
+        best.push(Hit {
+            doc,
+            session_id: sid.to_owned(),
+            entry_id: e.id,
+            entry_type: e.entry_type,
+            role: e.role,
+            timestamp: e.timestamp,
+            ts_ms: ts,
+            score: m.score,
+            snippet,
+            marks,
+        });
+    }
+
+    /// Searches one session document (header line first).
+    fn document(&self, doc: usize, sid: &str, data: &[u8], best: &mut Best) {
+        let Some(nl) = memchr(b'\n', data) else {
+            return;
+        };
+        let Ok(header) = std::str::from_utf8(&data[..nl]) else {
+            return;
+        };
+        let firsts = data[nl + 1..]
+            .split(|&b| b == b'\n')
+            .take(4)
+            .filter_map(|l| std::str::from_utf8(l).ok());
+        let Ok(dialect) = detect(header.trim_end_matches('\r'), firsts) else {
+            return;
+        };
+        let mut seen = HashSet::new();
+        let mut pos = nl + 1;
+        // pi v1 lines have no ids: they are numbered by line (the header is line 0).
+        let (mut line_no, mut counted) = (0u64, 0usize);
+        while pos < data.len() {
+            let Some(m) = self
+                .prefilter
+                .search(&Input::new(data).span(pos..data.len()))
+            else {
+                break;
+            };
+            let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+            // A last line without its newline is torn: not an entry.
+            let Some(end) = memchr(b'\n', &data[m.start()..]).map(|i| m.start() + i) else {
+                break;
+            };
+            pos = end + 1;
+            let raw = data[start..end]
+                .strip_suffix(b"\r")
+                .unwrap_or(&data[start..end]);
+            let Ok(text) = std::str::from_utf8(raw) else {
+                continue;
+            };
+            if dialect.is_pi() {
+                let v1 = if dialect == Dialect::Pi(1) {
+                    line_no += memchr::memchr_iter(b'\n', &data[counted..start]).count() as u64;
+                    counted = start;
+                    Some((line_no, None))
+                } else {
+                    None
+                };
+                if let Ok(native) = entry_to_native(text, dialect, v1) {
+                    self.line(doc, sid, &native, &mut seen, best);
+                }
+            } else {
+                self.line(doc, sid, text, &mut seen, best);
+            }
+        }
+    }
+
+    /// Searches document `i` (read into `buf` when it is a file).
+    fn load(&self, i: usize, doc: &Doc, buf: &mut Vec<u8>, best: &mut Best) {
+        match &doc.source {
+            Source::Bytes(b) => self.document(i, &doc.session_id, b, best),
+            Source::Path(p) => {
+                buf.clear();
+                if File::open(p).and_then(|mut f| f.read_to_end(buf)).is_ok() {
+                    self.document(i, &doc.session_id, buf, best);
+                }
+            }
+        }
+    }
+
+    /// Searches `docs` on up to `threads` threads; the best `limit` hits (all with
+    /// `None`), best first. A file that cannot be read (deleted since it was listed) is
+    /// skipped.
+    pub fn run(
+        &self,
+        docs: &[Doc],
+        order: Order,
+        limit: Option<usize>,
+        threads: usize,
+    ) -> Vec<Hit> {
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(Vec::new());
+        let threads = threads.clamp(1, docs.len().max(1));
+        if threads == 1 {
+            // No thread to start for one document (an indexed search's few candidates).
+            let mut best = Best {
+                order,
+                limit,
+                hits: Vec::new(),
+                bar: None,
+            };
+            let mut buf = Vec::new();
+            for (i, doc) in docs.iter().enumerate() {
+                self.load(i, doc, &mut buf, &mut best);
+            }
+            let mut hits = best.hits;
+            sort_hits(order, &mut hits);
+            if let Some(l) = limit {
+                hits.truncate(l);
+            }
+            return hits;
+        }
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let mut best = Best {
+                        order,
+                        limit,
+                        hits: Vec::new(),
+                        bar: None,
+                    };
+                    let mut buf = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(doc) = docs.get(i) else { break };
+                        self.load(i, doc, &mut buf, &mut best);
+                    }
+                    if let Some(l) = limit {
+                        best.trim(l);
+                    }
+                    results
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .extend(best.hits);
+                });
+            }
+        });
+        let mut hits = results
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sort_hits(order, &mut hits);
+        if let Some(l) = limit {
+            hits.truncate(l);
+        }
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w","parent_session":null,"metadata":null}"#;
+
+    fn doc(lines: &[&str]) -> Doc {
+        let mut data = format!("{HEADER}\n");
+        for l in lines {
+            data.push_str(l);
+            data.push('\n');
+        }
+        Doc {
+            session_id: "s1".into(),
+            source: Source::Bytes(data.into_bytes()),
+        }
+    }
+
+    fn ids(q: &str, d: &Doc) -> Vec<String> {
+        let s = Searcher::new(q, Filters::default()).unwrap();
+        s.run(std::slice::from_ref(d), Order::Newest, None, 2)
+            .into_iter()
+            .map(|h| h.entry_id)
+            .collect()
+    }
+
+    #[test]
+    fn finds_decoded_text_only() {
+        let d = doc(&[
+            r#"{"type":"message","id":"a1","parent_id":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"He said \"Caf\u00e9\"\nthen left","timestamp":1}}"#,
+            r#"{"type":"message","id":"a2","parent_id":"a1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"tool_call","id":"t","name":"bash","arguments":{"command":"grep retry"}},{"type":"image","data":"cmV0cnk=","mime_type":"image/png"}],"timestamp":2}}"#,
+            r#"{"type":"label","id":"a3","parent_id":"a2","timestamp":"2026-01-01T00:00:03.000Z","target_id":"a1","label":"café"}"#,
+        ]);
+        assert_eq!(ids("café", &d), ["a3", "a1"]);
+        assert_eq!(ids("retry", &d), ["a2"]);
+        assert!(ids("command", &d).is_empty());
+        assert!(ids("a1", &d).is_empty());
+        assert_eq!(ids("\"said café\"", &d), ["a1"]);
+    }
+
+    #[test]
+    fn times_read_as_milliseconds() {
+        assert_eq!(parse_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        assert_eq!(parse_ms("1970-01-02"), Some(86_400_000));
+        assert_eq!(parse_ms("1970-01-01T01:00:00+01:00"), Some(0));
+        assert_eq!(parse_ms("nope"), None);
+    }
+}
+
+/// What the search index stores of a session file's lines: see [`extract`].
+#[derive(Debug, Default)]
+pub struct Extracted {
+    /// The offset just past the last complete line read.
+    pub end: u64,
+    /// The header line (no newline).
+    pub header: Vec<u8>,
+    /// Whether the file is pi v1 (ids come from line numbers): the index leaves such
+    /// files to the scan.
+    pub legacy: bool,
+    /// Per entry line with searched text: (offset, length, its tokens joined by spaces).
+    pub rows: Vec<(u64, u64, String)>,
+}
+
+/// Reads session file `path` from byte `from` (0: the start; the header is never a row)
+/// to its last complete line, and gives the tokens of each entry line's searched texts
+/// (the same texts and tokens the scan matches).
+///
+/// # Errors
+/// The file cannot be read.
+pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    let mut head = Vec::new();
+    let mut out = Extracted::default();
+    // The header and the first lines (the dialect is told from them); a header longer
+    // than a chunk (large metadata) is read on to its newline.
+    let nl = loop {
+        let before = head.len();
+        (&mut file).take(1 << 16).read_to_end(&mut head)?;
+        if let Some(nl) = memchr(b'\n', &head) {
+            break nl;
+        }
+        if head.len() == before {
+            return Ok(out); // no complete header yet
+        }
+    };
+    out.header = head[..nl].to_vec();
+    let header = String::from_utf8_lossy(&head[..nl]).into_owned();
+    let firsts = head[nl + 1..]
+        .split(|&b| b == b'\n')
+        .take(4)
+        .filter_map(|l| std::str::from_utf8(l).ok());
+    let dialect = detect(header.trim_end_matches('\r'), firsts).unwrap_or_default();
+    let start = from.max(nl as u64 + 1);
+    out.end = start;
+    if dialect == Dialect::Pi(1) {
+        out.legacy = true;
+        return Ok(out);
+    }
+    file.seek(SeekFrom::Start(start))?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data)?;
+    let Some(last) = memrchr(b'\n', &data) else {
+        return Ok(out);
+    };
+    out.end = start + last as u64 + 1;
+    let mut pos = 0usize;
+    while pos <= last {
+        let end = memchr(b'\n', &data[pos..]).map_or(last, |i| pos + i);
+        let raw = data[pos..end]
+            .strip_suffix(b"\r")
+            .unwrap_or(&data[pos..end]);
+        if let Ok(text) = std::str::from_utf8(raw) {
+            let native = if dialect.is_pi() {
+                entry_to_native(text, dialect, None).ok()
+            } else {
+                None
+            };
+            if let Some(e) = entry_text(native.as_deref().unwrap_or(text)) {
+                let mut toks = String::new();
+                for t in &e.texts {
+                    super::tokens::each_token(t, |s, e| {
+                        if !toks.is_empty() {
+                            toks.push(' ');
+                        }
+                        toks.push_str(&super::tokens::lowercase(&t[s..e]));
+                    });
+                }
+                if !toks.is_empty() {
+                    out.rows
+                        .push((start + pos as u64, (end - pos) as u64, toks));
+                }
+            }
+        }
+        pos = end + 1;
+    }
+    Ok(out)
+}
+
+/// The tokens of one entry line's searched texts, joined by spaces (`""` when it has no
+/// searched text); `pi` for a line in pi's (v3) dialect.
+pub fn line_tokens(line: &[u8], pi: bool) -> String {
+    let Ok(text) = std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line)) else {
+        return String::new();
+    };
+    let native = if pi {
+        entry_to_native(text, Dialect::Pi(3), None).ok()
+    } else {
+        None
+    };
+    let mut toks = String::new();
+    if let Some(e) = entry_text(native.as_deref().unwrap_or(text)) {
+        for t in &e.texts {
+            super::tokens::each_token(t, |s, e| {
+                if !toks.is_empty() {
+                    toks.push(' ');
+                }
+                toks.push_str(&super::tokens::lowercase(&t[s..e]));
+            });
+        }
+    }
+    toks
+}
+
+#[cfg(test)]
+mod timing {
+    /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement on local files"]
+    fn where_the_time_goes() {
+        let Ok(dir) = std::env::var("SEARCH_TIMING_DIR") else {
+            return;
+        };
+        let mut lines = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let data = std::fs::read(path).unwrap();
+            for l in data.split(|&b| b == b'\n').skip(1) {
+                if memchr::memmem::find(&l.to_ascii_lowercase(), b"merge").is_some() {
+                    lines.push(String::from_utf8(l.to_vec()).unwrap());
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        let texts: Vec<_> = lines.iter().filter_map(|l| super::entry_text(l)).collect();
+        println!("{} lines, json {:?}", lines.len(), t.elapsed());
+        let t = std::time::Instant::now();
+        let mut n = 0;
+        for e in &texts {
+            for x in &e.texts {
+                n += super::super::tokens::tokenize(x).list.len();
+            }
+        }
+        println!("tokenize {:?} ({n} tokens)", t.elapsed());
+        let q = super::Query::parse("merge").unwrap();
+        let t = std::time::Instant::now();
+        let m = texts
+            .iter()
+            .filter(|e| super::match_texts(&q, &e.texts, None).is_some())
+            .count();
+        println!("match_texts {:?} ({m})", t.elapsed());
+    }
+}
