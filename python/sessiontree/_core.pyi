@@ -26,6 +26,8 @@ __all__ = [
     "_register_error_classes",
     "_register_model",
     "convert_lines",
+    "copy_json",
+    "copy_json_items",
     "gc_track",
     "json_loads",
     "pi_name",
@@ -261,6 +263,14 @@ def gc_track(obj: object) -> None:
 def json_loads(text: bytes) -> Any:
     """``json.loads`` of one UTF-8 JSON text, without importing ``json``; ``ValueError``
     if it is not one."""
+
+def copy_json(value: Any) -> Any:
+    """A fresh copy of a JSON-shaped value: every ``dict`` and ``list`` (exactly those
+    types) new, every other object shared; the cyclic collector paused meanwhile.
+    ``RecursionError`` past 10,000 levels."""
+
+def copy_json_items(items: list[Any]) -> list[Any]:
+    """A new list of :func:`copy_json` copies of ``items``, the collector paused once."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

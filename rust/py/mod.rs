@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 mod build;
+mod copy;
 mod encode;
 mod lazy;
 mod pyjson;
@@ -1102,6 +1103,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pi_name, m)?)?;
     m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(json_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(copy::copy_json, m)?)?;
+    m.add_function(wrap_pyfunction!(copy::copy_json_items, m)?)?;
     m.add_function(wrap_pyfunction!(lazy::gc_track, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_encoder, m)?)?;

@@ -631,60 +631,11 @@ def _items_from_line(line: dict[str, Any]) -> tuple[bool, list[Any]] | None:
 
 _CONTAINERS: Final = (dict, list)
 
-
-def _fresh(value: Any) -> Any:
-    """A copy of a JSON value made of new dicts and lists (strings, numbers shared:
-    they are immutable)."""
-    if type(value) is dict:
-        out = value.copy()
-        for key, inner in value.items():
-            kind = type(inner)
-            if kind is list:
-                out[key] = _fresh(inner) if inner else []
-            elif kind is dict:
-                out[key] = _fresh(inner)
-        return out
-    copied: list[Any] = []
-    append = copied.append
-    for inner in value:
-        kind = type(inner)
-        if kind is dict:
-            append(_fresh(inner))
-        elif kind is list:
-            append(_fresh(inner) if inner else [])
-        else:
-            append(inner)
-    return copied
-
-
-def _copy_one(value: Any) -> Any:
-    return _fresh(value) if type(value) in _CONTAINERS else value
-
-
-def _nested_keys(item: Any) -> tuple[str, ...] | None:
-    """The keys of ``item`` (a dict) whose values are containers: what a copy of it must
-    copy beyond ``item.copy()`` (``None``: not a dict, copied whole)."""
-    if type(item) is not dict:
-        return None
-    return tuple(key for key, value in item.items() if type(value) in _CONTAINERS)
-
-
-def _copy_items(items: Sequence[Any], plans: Sequence[tuple[str, ...] | None]) -> list[Any]:
-    """Fresh copies of ``items`` (pristine, never handed out) by their plans."""
-    out: list[Any] = []
-    append = out.append
-    for item, nested in zip(items, plans, strict=True):
-        if nested is None:
-            append(_fresh(item) if type(item) in _CONTAINERS else item)
-        elif not nested:
-            append(item.copy())
-        else:
-            copy = item.copy()
-            for key in nested:
-                inner = item[key]
-                copy[key] = _fresh(inner) if inner else type(inner)()
-            append(copy)
-    return out
+# Fresh copies of pristine items (never handed out): every dict and list new, strings and
+# numbers shared (immutable), made in Rust with the cyclic collector paused (its passes
+# over the new objects cost several times the copy on long histories).
+_copy_one: Final = _core.copy_json
+_copy_items: Final = _core.copy_json_items
 
 
 class _NotPlain(Exception):
@@ -792,11 +743,11 @@ _COMPACTION: Final = 2
 _OTHER: Final = 0
 # What add_items writes inline (lane idle, a storage that writes from memory): at most
 # this many items of at most _INLINE_BYTES characters of JSON in all (AsyncSession's own
-# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES); what get_items
-# copies inline: at most this many items ("shared" hands out the view's items: any count).
+# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES). get_items of
+# an up-to-date view copies inline whatever the count: the copy holds the GIL throughout
+# (Rust), so the lane's thread would keep the event loop waiting as long, after a hop.
 _INLINE_ITEMS: Final = 16
 _INLINE_BYTES: Final = 64 * 1024
-_INLINE_COPIES: Final = 300
 # How far a walk up the tree by entry objects goes before the branch is read again.
 _WALK_MOST: Final = 256
 
@@ -816,7 +767,7 @@ class _View:
     """An :class:`OpenAIAgentsSession`'s copy of the current branch: its entries' ids,
     what each is, and their items flattened (pristine: only copies are handed out)."""
 
-    __slots__ = ("codes", "ends", "floor", "ids", "items", "leaf", "ok", "plans", "pos")
+    __slots__ = ("codes", "ends", "floor", "ids", "items", "leaf", "ok", "pos")
 
     def __init__(self) -> None:
         self.reset()
@@ -829,7 +780,6 @@ class _View:
         self.codes: list[int] = []
         self.ends: list[int] = []  # items up to and including each entry
         self.items: list[Any] = []
-        self.plans: list[tuple[str, ...] | None] = []
         self.floor = 0  # the position of the compaction the branch is cut at (0: none)
 
     def push(self, entry_id: str, code: int, items: list[Any]) -> None:
@@ -839,7 +789,6 @@ class _View:
         self.codes.append(code)
         if items:
             self.items.extend(items)
-            self.plans.extend(_nested_keys(item) for item in items)
         self.ends.append(len(self.items))
         if code == _COMPACTION:
             self.floor = at
@@ -861,7 +810,6 @@ class _View:
             elif items:
                 items_out.extend(items)
             ends.append(len(items_out))
-        self.plans.extend(_nested_keys(item) for item in items_out[len(self.plans) :])
         if _COMPACTION in codes:
             self.floor = start + len(codes) - 1 - codes[::-1].index(_COMPACTION)
 
@@ -882,7 +830,6 @@ class _View:
         del self.ends[keep:]
         count = self.ends[-1]
         del self.items[count:]
-        del self.plans[count:]
         if self.floor >= keep:
             self.floor = 0
 
@@ -1139,10 +1086,9 @@ class OpenAIAgentsSession:
                 count = len(view.items)
                 first = 0 if limit is None else max(0, count - limit)
                 items = view.items[first:]
-                plans = view.plans[first:]
                 ids = view.entry_ids(first)
             # Copied outside the storage's lock: only this session's lane changes the view.
-            return list(zip(ids, self._copies(items, plans), strict=True))
+            return list(zip(ids, self._copies(items), strict=True))
 
         return await in_lane(self._session, collect)
 
@@ -1160,25 +1106,23 @@ class OpenAIAgentsSession:
                 count = len(view.items)
                 first = 0 if limit is None else max(0, count - limit)
                 items = view.items[first:] if first else list(view.items)
-                plans = view.plans[first:] if first else list(view.plans)
-            return self._copies(items, plans)
+            return self._copies(items)
 
-        # Inline (no thread hop) when the view is the branch already and handing it out is
-        # cheap: the shared items, or a few copies.
+        # Inline (no thread hop) when the view is the branch already: handing it out is a
+        # slice, or a copy that holds the GIL throughout wherever it runs.
         view = self._view
-        if view.ok and runs_inline(self._session, "read"):
-            count = len(view.items)
-            wanted = count if limit is None else min(limit, count)
-            if (self._shared_items or wanted <= _INLINE_COPIES) and (
-                self._session.session.storage.get_leaf_id() == view.leaf
-            ):
-                return collect()
+        if (
+            view.ok
+            and runs_inline(self._session, "read")
+            and self._session.session.storage.get_leaf_id() == view.leaf
+        ):
+            return collect()
         return await in_lane(self._session, collect)
 
-    def _copies(self, items: list[Any], plans: list[tuple[str, ...] | None]) -> list[Any]:
+    def _copies(self, items: list[Any]) -> list[Any]:
         if self._shared_items:
             return items  # already a new list (a slice of the view's)
-        return _copy_items(items, plans)
+        return _copy_items(items)
 
     # -- the view of the current branch --------------------------------------------------
 
@@ -1490,7 +1434,7 @@ class OpenAIAgentsSession:
             first = 0 if limit is None else max(0, count - limit) if limit > 0 else count
             items = view.items[first:]
             return (
-                _copy_items(items, view.plans[first:]),
+                _copy_items(items),
                 view.entry_ids(first),
                 first == 0,
             )
