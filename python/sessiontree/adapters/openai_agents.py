@@ -64,6 +64,7 @@ from ._common import (
     json_copy,
     limits_of,
     mapped_id,
+    paused_gc,
     residual_of,
     runs_inline,
     to_json,
@@ -1213,6 +1214,10 @@ class OpenAIAgentsSession:
     def _read_lines(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
         """Reads and converts the entries ``ids`` (at engine positions ``idxs``) from their
         lines into ``_known``: the first read of a session, in bulk."""
+        with paused_gc():
+            self._read_lines_now(storage, ids, idxs)
+
+    def _read_lines_now(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
         known = self._known
         names = self._tool_names
         loads = _core.json_loads
@@ -1295,9 +1300,16 @@ class OpenAIAgentsSession:
             )
         if not items:
             return
-        planned, texts = self._plan(items)
+        # A big batch makes many acyclic objects (messages, pristine items): the
+        # collector's passes over them would cost more than the batch (see paused_gc).
+        bulk = len(items) > _INLINE_ITEMS
+        with paused_gc() if bulk else contextlib.nullcontext():
+            planned, texts = self._plan(items)
 
         def append_all(session: Session) -> list[str]:
+            if bulk:
+                with paused_gc():
+                    return _append_planned(session, planned)
             return _append_planned(session, planned)
 
         self._check_fits(planned, texts)
