@@ -888,6 +888,12 @@ class Branch:
     current: bool
 
 
+def _effective_limit(limit: int | None) -> int | None:
+    """``get_items``' limit as ``SQLiteSession`` reads it (SQLite's ``LIMIT``): a negative
+    one means every item (``None``)."""
+    return None if limit is not None and limit < 0 else limit
+
+
 def _check_limit(limit: object) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise SessionError("invalid_argument", f"limit must be an int or None, not {limit!r}")
@@ -1065,7 +1071,8 @@ class OpenAIAgentsSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The items on the current branch, oldest first; with ``limit``, only the last
-        ``limit`` of them (``limit <= 0`` gives ``[]``). ``limit=None`` uses
+        ``limit`` of them (``0`` gives ``[]``; a negative limit gives every item, as
+        ``SQLiteSession``'s ``LIMIT`` does and the SDK's own tests expect). ``limit=None`` uses
         ``session_settings.limit``."""
         return await self._items(limit)
 
@@ -1076,8 +1083,8 @@ class OpenAIAgentsSession:
     async def _collect(self, limit: int | None) -> list[tuple[str, Any]]:
         self._check_open()
         _check_limit(limit)
-        limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
+        limit = _effective_limit(resolve_session_limit(limit, self.session_settings))
+        if limit == 0:
             return []
 
         def collect() -> list[tuple[str, Any]]:
@@ -1096,8 +1103,8 @@ class OpenAIAgentsSession:
     async def _items(self, limit: int | None) -> list[TResponseInputItem]:
         self._check_open()
         _check_limit(limit)
-        limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
+        limit = _effective_limit(resolve_session_limit(limit, self.session_settings))
+        if limit == 0:
             return []
 
         def collect() -> list[TResponseInputItem]:
