@@ -195,6 +195,10 @@ class Engine:
     ) -> tuple[int, int, int, int, int, int, int, int, int, int, float]: ...
     def create_entry_id(self) -> str: ...
     def append(self, line: bytes) -> int: ...
+    def append_lines(self, lines: list[bytes]) -> list[int]:
+        """Append entry lines as one unit: every line checked (its references against the
+        index and the batch's earlier lines) before one write of them all; nothing is
+        written when one is refused (the error names ``line N of the batch``)."""
     def append_entry(self, entry: object) -> int:
         """Append an entry object: its line is encoded from the model in Rust (or by the
         registered Python writer), checked and written; returns its index."""

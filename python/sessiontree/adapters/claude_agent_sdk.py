@@ -47,6 +47,7 @@ from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_batch,
     as_async_repo,
     check_entries,
     import_framework,
@@ -169,13 +170,18 @@ def _summary_of(entry: CustomEntry) -> SessionSummaryEntry:
 
 
 def _append_entries(
-    storage: SessionStorage, entries: list[Any], key: SessionKey, limits: Limits | None
+    session: Session, entries: list[Any], key: SessionKey, limits: Limits | None
 ) -> None:
-    """Appends transcript entries to ``storage`` (in the session's lane), then, for a main
-    transcript, the SDK's running summary folded over them: all planned first, checked on
-    a scratch session with the repository's limits, then written with no call between."""
+    """Appends transcript entries to ``session`` (in the session's lane), then, for a main
+    transcript, the SDK's running summary folded over them: all planned first, then
+    written as one unit (every entry checked before one write: :func:`._common.append_batch`),
+    or, on a storage that cannot, checked on a scratch session with the repository's
+    limits and written with no call between."""
+    storage = session.storage
     with storage.atomic():
         planned = _plan_entries(storage, entries, key)
+        if append_batch(session, planned):
+            return
         if len(planned) > 1:
             check_entries(limits, planned)
         for entry in planned:
@@ -362,7 +368,7 @@ class ClaudeAgentSessionStore:
             check_entries(self._limits, _plan_entries(None, copies, key))
         session = await self._session(key, create=True)
         assert session is not None
-        await in_lane(session, _append_entries, session.storage, copies, key, self._limits)
+        await in_lane(session, _append_entries, session.session, copies, key, self._limits)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """The transcript's entries in the order they were appended, or ``None`` for a key

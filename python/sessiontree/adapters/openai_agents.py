@@ -57,7 +57,9 @@ from ..repo import is_valid_session_id
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_chain,
     as_async_session,
+    batch_storage,
     check_writes,
     import_framework,
     in_lane,
@@ -1383,7 +1385,11 @@ class OpenAIAgentsSession:
         """Refuses a batch any entry of which the engine would refuse (depth, line size),
         before any of it is written: tried first on a scratch session unless it surely
         fits."""
-        if len(planned) > 1 and not _surely_fits(self._limits, planned, texts):
+        if (
+            len(planned) > 1
+            and batch_storage(self._session.session) is None
+            and not _surely_fits(self._limits, planned, texts)
+        ):
             check_writes(self._limits, lambda session: _append_planned(session, planned))
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -1681,7 +1687,19 @@ _Planned = tuple["AgentMessage | _Custom", Any]
 
 
 def _append_planned(session: Session, planned: Sequence[_Planned]) -> list[str]:
-    """Appends each planned entry under the leaf; their ids."""
+    """Appends each planned entry under the leaf, a chain; their ids. A batch goes to the
+    engine as one unit where the storage allows (:func:`._common.append_batch`): checked
+    whole, then one write."""
+    if len(planned) > 1:
+        ids = append_chain(
+            session,
+            [
+                (ITEM_CUSTOM_TYPE, thing.item) if isinstance(thing, _Custom) else thing
+                for thing, _ in planned
+            ],
+        )
+        if ids is not None:
+            return ids
     return [
         session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
         if isinstance(thing, _Custom)

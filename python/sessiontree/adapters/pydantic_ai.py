@@ -69,6 +69,7 @@ from ..model.types import SessionContext
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_batch,
     as_async_session,
     check_entries,
     import_framework,
@@ -653,15 +654,18 @@ class PydanticAIConversationStore(ConversationStore):
                 custom_type=RECORD_CUSTOM_TYPE,
                 data=data,
             )
-            # All or nothing: the entries and the record are tried on a scratch session
-            # first (the engine's checks, the repository's limits), then written with no
-            # call between. The record is the commit: entries written before a failing
-            # record (an I/O error) are in no conversation's history.
-            check_entries(limits, [*(e for e, _ in new), record_entry])
+            # All or nothing: the entries and the record are one batch, every entry checked
+            # (the engine's checks, the repository's limits) before one write. A storage
+            # that cannot: tried on a scratch session first, then written with no call
+            # between; the record is the commit there (entries written before a failing
+            # record, an I/O error, are in no conversation's history).
+            batch = [*(e for e, _ in new), record_entry]
+            if not append_batch(self._session.session, batch):
+                check_entries(limits, batch)
+                for e in batch:
+                    storage.append_entry(e)
             for e, message in new:
-                storage.append_entry(e)
                 index.messages[e.id] = message
-            storage.append_entry(record_entry)
             index.records[record.conversation_id] = data
 
         await self._run(write)

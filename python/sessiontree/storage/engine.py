@@ -275,6 +275,36 @@ class _EngineStorage(SessionStorage):
         # Encoded from the entry's slots, checked and written in one engine call.
         self._engine.append_entry(entry)
 
+    def append_entries(self, entries: Sequence[SessionTreeEntry]) -> None:
+        """Appends ``entries`` (in order) as one unit: every entry is encoded and checked —
+        as :meth:`append_entry` checks one, its references against the session and the
+        batch's earlier entries — before any is written; then all of them are written with
+        one write (a PostgreSQL storage: one transaction) and only then indexed. When one
+        is refused, nothing is written and the error names it (``line N of the batch``).
+
+        Raises:
+            SessionError: what :meth:`append_entry` raises for the entry refused.
+        """
+        if not self._may_append:
+            self._refuse_append()
+        self._check()
+        entries = list(entries)
+        for entry in entries:
+            if not isinstance(entry, SessionTreeEntry):
+                raise SessionError(
+                    "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
+                )
+        if entries:
+            self._append_lines(_entry_lines(entries))
+
+    def _append_lines(self, lines: list[bytes]) -> None:
+        """Appends entry lines as one unit (``Engine.append_lines``): what
+        :meth:`append_entries` and the framework adapters' batches end in."""
+        if not self._may_append:
+            self._refuse_append()
+        self._check()
+        self._engine.append_lines(lines)
+
     def append_message(self, message: AgentMessage) -> MessageEntry:
         if self._stamp_in_engine:
             if not self._may_append:
@@ -599,6 +629,43 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("leaf_id", leaf_id, optional=True)
         self._check()
         return [entry_from_json(line) for line in self._engine.state_lines(leaf_id) if line]
+
+
+_SCRATCH_HEADER: list[bytes] = []
+
+
+def _scratch_header() -> bytes:
+    """The header of the scratch engines batches are encoded on (made once)."""
+    if not _SCRATCH_HEADER:
+        _SCRATCH_HEADER.append(_make_header(None))
+    return _SCRATCH_HEADER[0]
+
+
+def _entry_lines(entries: Sequence[SessionTreeEntry]) -> list[bytes]:
+    """The lines of ``entries``, encoded by the engine's encoder (``append_entry``'s) on a
+    scratch in-memory engine: the first entry as a root there (its parent is only in the
+    real session; its line gets the parent back), so a batch that chains its entries, each
+    under one before it or under the first's parent, takes the engine's encoding. Any
+    other batch is encoded by the Python writer. The real engine checks every line again."""
+    import dataclasses  # only batches need it; importing it costs ``import sessiontree``
+
+    first = entries[0]
+    scratch = _core.Engine.memory(_scratch_header())
+    parent = first.parent_id
+    try:
+        scratch.append_entry(dataclasses.replace(first, parent_id=None) if parent else first)
+        for entry in entries[1:]:
+            scratch.append_entry(entry)
+    except SessionError as exc:
+        if exc.code not in ("not_found", "duplicate_id"):
+            raise
+        return [entry_to_json(entry) for entry in entries]
+    document = scratch.to_bytes()
+    assert document is not None  # a memory engine's
+    lines = document.split(b"\n", len(entries) + 1)[1 : len(entries) + 1]
+    if parent is not None:
+        lines[0] = _reparent_line(lines[0], parent)
+    return lines
 
 
 def _make_header(header: SessionHeader | None) -> bytes:
