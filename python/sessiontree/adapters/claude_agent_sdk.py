@@ -55,6 +55,7 @@ from ._common import (
     json_copy,
     limits_of,
     mapped_id,
+    paused_gc,
     to_json,
 )
 
@@ -262,10 +263,11 @@ def _load_entries(storage: SessionStorage) -> list[Any]:
         if engine.dialect[0] == "sessiontree":
             loads = _core.json_loads
             out = []
-            for raw in engine.lines(engine.select("custom", None, None, False)):
-                line = loads(raw)
-                if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
-                    out.append(line["data"])
+            with paused_gc():  # many acyclic objects: see paused_gc
+                for raw in engine.lines(engine.select("custom", None, None, False)):
+                    line = loads(raw)
+                    if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
+                        out.append(line["data"])
             return out
     return [
         json_copy(e.data)

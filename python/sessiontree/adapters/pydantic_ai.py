@@ -75,6 +75,7 @@ from ._common import (
     import_framework,
     in_lane,
     limits_of,
+    paused_gc,
     residual_of,
     same_json,
     to_json,
@@ -793,7 +794,8 @@ class PydanticAIConversationStore(ConversationStore):
             path = storage.get_path_to_root(head_id)
             if limit is not None:
                 path = path[max(0, len(path) - limit) :]
-            return [e for e in map(index.entry, path) if e is not None]
+            with paused_gc():  # a message's objects each: see paused_gc
+                return [e for e in map(index.entry, path) if e is not None]
 
         def read_shared(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
             if head_id is None:
@@ -801,7 +803,8 @@ class PydanticAIConversationStore(ConversationStore):
             known = head_id in index.shared or head_id in index.histories
             if not known and storage.get_entry(head_id) is None:
                 raise KeyError(head_id)
-            history = index.shared_history(storage, head_id)
+            with paused_gc():
+                history = index.shared_history(storage, head_id)
             if limit is not None:
                 return history[max(0, len(history) - limit) :] if limit else []
             return list(history)
