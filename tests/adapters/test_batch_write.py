@@ -188,3 +188,28 @@ def test_pydantic_ai_save_failing_write_leaves_the_file_as_it_was(tmp_path: Path
         await store.close()
 
     run(main())
+
+
+def test_openai_batch_in_a_pi_file_reads_back(tmp_path: Path) -> None:
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    from sessiontree.adapters.openai_agents import OpenAIAgentsSession
+    from sessiontree.repo.pi import PiSessionRepo
+
+    items = [
+        _user("a"),
+        {"type": "function_call", "call_id": "c", "name": "t", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "x"},
+        {"type": "web_search_call", "id": "w", "status": "completed"},  # a custom entry
+    ]
+
+    async def main() -> None:
+        repo = PiSessionRepo(tmp_path)
+        session = await OpenAIAgentsSession.open(repo, "pi-1", cwd="/w")
+        await session.add_items(items)
+        assert session.session.storage.dialect == "pi"
+        await session.close()
+        again = await OpenAIAgentsSession.open(repo, "pi-1")
+        assert await again.get_items() == items
+        await again.close()
+
+    run(main())
