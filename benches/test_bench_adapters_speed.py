@@ -15,7 +15,8 @@ file), on a history of ``n`` items (10k and 100k with ``--bench-real``):
   ``create_branch_from_turn`` (the leaf goes back to the tip between rounds, untimed).
 
 pydantic-ai: ``pydantic-turn``, ``load`` + ``save`` of 2 new messages, at a tenth of ``n``
-and at ``n`` messages (at most 10k), against ``InMemoryConversationStore``.
+and at ``n`` messages (at most 10k), against ``InMemoryConversationStore``
+(``sessiontree-shared``: the store opened with ``message_copies="shared"``).
 
 Claude Agent SDK: ``claude-load`` (a new store object each round: the first load after
 opening) and ``claude-append`` (one batch of 2 entries) on a transcript of ``n`` entries,
@@ -514,7 +515,7 @@ def _conversation(n: int, start: int = 0) -> list[Any]:
     return out[:n]
 
 
-@pytest.mark.parametrize("impl", ["sessiontree", "in-memory"])
+@pytest.mark.parametrize("impl", ["sessiontree", "sessiontree-shared", "in-memory"])
 @pytest.mark.parametrize("length", ["tenth", "full"])
 @pytest.mark.parametrize("size", _size_params())
 def test_pydantic_turn(
@@ -541,7 +542,10 @@ def test_pydantic_turn(
             store = InMemoryConversationStore()
         else:
             repo = st.AsyncSessionRepo(st.JsonlSessionRepo(scratch))
-            store = _run(loop, PydanticAIConversationStore.open(repo, "bench"))
+            copies: Any = "shared" if impl == "sessiontree-shared" else "fresh"
+            store = _run(
+                loop, PydanticAIConversationStore.open(repo, "bench", message_copies=copies)
+            )
         _run(loop, store.save(Conversation(conversation_id="long", messages=messages)))
         rounds = _rounds(bench, n)
         new = _conversation(2 * rounds + 2, start=10**6)
@@ -679,3 +683,72 @@ def test_claude(
     finally:
         loop.close()
     benchmark.extra_info.update(scenario=f"claude-{op}", impl=impl, n=n)
+
+
+@pytest.mark.parametrize("impl", ["sessiontree", "in-memory", "sdk-file"])
+@pytest.mark.parametrize("size", _size_params())
+def test_claude_messages(
+    benchmark: BenchmarkFixture,
+    bench: Bench,
+    scratch: Path,
+    size: int,
+    impl: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's messages as the SDK reads them: ``get_session_messages_from_store``
+    over our store (a new store object each round) or ``InMemorySessionStore``, against
+    ``get_session_messages``, the SDK's reader of its own JSONL transcript files
+    (``CLAUDE_CONFIG_DIR/projects/<project>/<session>.jsonl``, written here as the CLI
+    writes it: one entry a line)."""
+    pytest.importorskip("claude_agent_sdk", reason="the claude-agent-sdk extra is not installed")
+    from claude_agent_sdk import (
+        InMemorySessionStore,
+        get_session_messages,
+        get_session_messages_from_store,
+        project_key_for_directory,
+    )
+
+    from sessiontree.adapters.claude_agent_sdk import ClaudeAgentSessionStore
+
+    n = _n(bench, size)
+    sid = "7d0c1e9e-0000-4000-8000-000000000002"
+    project = scratch / "project"
+    project.mkdir()
+    key: Any = {"project_key": project_key_for_directory(project), "session_id": sid}
+    entries = claude_entries(n, sid)
+    benchmark.group = f"claude-messages@{human(n)}"
+    loop = asyncio.new_event_loop()
+    repo = st.AsyncSessionRepo(st.JsonlSessionRepo(scratch / "jsonl"))
+    try:
+        store: Any = None
+        if impl == "sdk-file":
+            config = scratch / "claude"
+            monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+            folder = config / "projects" / key["project_key"]
+            folder.mkdir(parents=True)
+            with (folder / f"{sid}.jsonl").open("w", encoding="utf-8") as f:
+                for entry in entries:
+                    f.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+        else:
+            store = InMemorySessionStore() if impl == "in-memory" else ClaudeAgentSessionStore(repo)
+            for start in range(0, n, 1000):
+                _run(loop, store.append(key, entries[start : start + 1000]))
+            if impl == "sessiontree":
+                _run(loop, store.close())
+
+        async def read() -> Any:
+            if impl == "sdk-file":
+                return get_session_messages(sid, directory=str(project))
+            if impl == "in-memory":
+                return await get_session_messages_from_store(store, sid, directory=str(project))
+            fresh = ClaudeAgentSessionStore(repo)
+            try:
+                return await get_session_messages_from_store(fresh, sid, directory=str(project))
+            finally:
+                await fresh.close()
+
+        got = _pedantic(benchmark, lambda: _run(loop, read()), _rounds(bench, n, slow=True))
+        assert len(got) == n
+    finally:
+        loop.close()
+    benchmark.extra_info.update(scenario="claude-messages", impl=impl, n=n)

@@ -25,6 +25,8 @@ __all__ = [
     "_register_model",
     "_register_writer",
     "convert_lines",
+    "copy_json",
+    "copy_json_items",
     "json_loads",
     "pi_name",
     "reparent_line",
@@ -192,6 +194,10 @@ class Engine:
     ) -> tuple[int, int, int, int, int, int, int, int, int, int, float]: ...
     def create_entry_id(self) -> str: ...
     def append(self, line: bytes) -> int: ...
+    def append_lines(self, lines: list[bytes]) -> list[int]:
+        """Append entry lines as one unit: every line checked (its references against the
+        index and the batch's earlier lines) before one write of them all; nothing is
+        written when one is refused (the error names ``line N of the batch``)."""
     def append_entry(self, entry: object) -> int:
         """Append an entry object: its line is encoded from the model in Rust (or by the
         registered Python writer), checked and written; returns its index."""
@@ -271,6 +277,14 @@ def pi_name(name: str) -> str:
 def json_loads(text: bytes) -> Any:
     """``json.loads`` of one UTF-8 JSON text, without importing ``json``; ``ValueError``
     if it is not one."""
+
+def copy_json(value: Any) -> Any:
+    """A fresh copy of a JSON-shaped value: every ``dict`` and ``list`` (exactly those
+    types) new, every other object shared; the cyclic collector paused meanwhile.
+    ``RecursionError`` past 10,000 levels."""
+
+def copy_json_items(items: list[Any]) -> list[Any]:
+    """A new list of :func:`copy_json` copies of ``items``, the collector paused once."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

@@ -4,7 +4,7 @@
 
 use memchr::memchr;
 
-use crate::engine::arena::{RefProblem, NONE};
+use crate::engine::arena::{Kind, RefProblem, NONE};
 use crate::engine::backing::{Backing, FileBacking};
 use crate::engine::dialect;
 use crate::engine::error::{err, EngineError, ErrorCode, Result};
@@ -18,6 +18,19 @@ use crate::engine::watch::{ChangeWatch, Quiet};
 
 /// `none` durability writes its buffer out once it holds this much.
 const BUFFER_LIMIT: usize = 1 << 16;
+
+/// A refused line's error: `limit_exceeded` for a limit (`max_depth` the store's nesting
+/// limit), else `invalid_argument`.
+fn line_error(e: LineError, max_depth: usize) -> EngineError {
+    match e.refusal {
+        Refusal::TooDeep => EngineError::new(
+            ErrorCode::LimitExceeded,
+            format!("entry nests deeper than the limit of {max_depth}"),
+        ),
+        Refusal::IdTooLong => EngineError::new(ErrorCode::LimitExceeded, e.to_string()),
+        Refusal::Malformed => EngineError::new(ErrorCode::InvalidArgument, e.to_string()),
+    }
+}
 
 /// What a new entry is stamped with before its line is written: a fresh id, the leaf as
 /// its parent, and the time now ([`Store::stamp`]).
@@ -92,14 +105,7 @@ impl Store {
         let text = simdutf8::basic::from_utf8(line)
             .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
         let max_depth = self.limits.max_depth;
-        let bad_line = |e: LineError| match e.refusal {
-            Refusal::TooDeep => EngineError::new(
-                ErrorCode::LimitExceeded,
-                format!("entry nests deeper than the limit of {max_depth}"),
-            ),
-            Refusal::IdTooLong => EngineError::new(ErrorCode::LimitExceeded, e.to_string()),
-            Refusal::Malformed => EngineError::new(ErrorCode::InvalidArgument, e.to_string()),
-        };
+        let bad_line = |e: LineError| line_error(e, max_depth);
         let mut parsed = parse_entry(text, self.limits.read()).map_err(bad_line)?;
         // A pi file gets the line in pi's dialect, and the arena what a reopen reads from
         // it (a leaf move, for one, is a marker hung under its target).
@@ -163,6 +169,160 @@ impl Store {
             line_no,
             false,
         ))
+    }
+
+    /// Appends a batch of entry lines as one unit; returns their arena indices.
+    ///
+    /// Every line is checked first, as [`Store::append`] checks one, its references
+    /// resolved against the arena and the batch's earlier lines (so a batch may chain
+    /// entries, each under the one before). When any line is refused nothing is written
+    /// and the error names the line (`line N of the batch: ...`). Then all the lines are
+    /// written with one write (an I/O error trims the file back, as for one line), and only
+    /// after that are they added to the index.
+    pub fn append_batch(&mut self, lines: &[&[u8]]) -> Result<Vec<u32>> {
+        self.check_open()?;
+        if self.is_readonly() {
+            return err(ErrorCode::Readonly, "the session storage is read-only");
+        }
+        self.check_owner()?;
+        if lines.is_empty() {
+            return Ok(Vec::new());
+        }
+        let in_batch = |n: usize, e: EngineError| {
+            EngineError::new(e.code, format!("line {n} of the batch: {}", e.message))
+        };
+        // The bytes checks, and for a pi file each line in pi's dialect (what is written)
+        // with the native line a reopen reads of it.
+        let mut translated: Vec<Option<(String, String)>> = Vec::with_capacity(lines.len());
+        for (n, line) in lines.iter().enumerate() {
+            translated.push(self.check_batch_line(line).map_err(|e| in_batch(n, e))?);
+        }
+        // Each line parsed once; its references checked against the arena and the
+        // batch's earlier lines.
+        let mut parsed = Vec::with_capacity(lines.len());
+        let mut seen: hashbrown::HashSet<String> = hashbrown::HashSet::new();
+        for (n, (line, pi)) in lines.iter().zip(&translated).enumerate() {
+            let text = match pi {
+                Some((_, native)) => native.as_str(),
+                None => std::str::from_utf8(line).unwrap_or_default(),
+            };
+            let entry = parse_entry(text, self.limits.read())
+                .map_err(|e| in_batch(n, line_error(e, self.limits.max_depth)))?;
+            let known = |id: &str| self.arena.lookup(id).is_some() || seen.contains(id);
+            let target = entry
+                .target_id
+                .as_deref()
+                .filter(|t| matches!(entry.kind, Kind::Leaf | Kind::Label) && !known(t));
+            let problem = if known(&entry.id) {
+                Some((
+                    ErrorCode::DuplicateId,
+                    format!("entry id {:?} already exists", entry.id),
+                ))
+            } else if let Some(pid) = entry.parent_id.as_deref().filter(|p| !known(p)) {
+                Some((
+                    ErrorCode::NotFound,
+                    format!("parent entry {pid:?} not found"),
+                ))
+            } else {
+                target.map(|t| (ErrorCode::NotFound, format!("target entry {t:?} not found")))
+            };
+            if let Some((code, message)) = problem {
+                return Err(in_batch(n, EngineError::new(code, message)));
+            }
+            seen.insert(entry.id.to_string());
+            parsed.push(entry);
+        }
+        // One write of the whole batch.
+        let first_offset = self.byte_len();
+        let mut block = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        let mut lens = Vec::with_capacity(lines.len());
+        for (line, pi) in lines.iter().zip(&translated) {
+            let bytes: &[u8] = match pi {
+                Some((pi_line, _)) => pi_line.as_bytes(),
+                None => line,
+            };
+            block.extend_from_slice(bytes);
+            block.push(b'\n');
+            lens.push(bytes.len());
+        }
+        self.write_block(&block)?;
+        // Then the index, in order: each line's references resolve now.
+        let mut offset = first_offset;
+        let mut out = Vec::with_capacity(lines.len());
+        for (entry, len) in parsed.iter().zip(lens) {
+            let (parent, target, _) = self.arena.resolve(entry);
+            let line_no = self.next_line_no;
+            self.next_line_no += 1;
+            out.push(
+                self.arena
+                    .push(entry, parent, target, offset, len as u32, line_no, false),
+            );
+            offset += len as u64 + 1;
+        }
+        Ok(out)
+    }
+
+    /// [`Store::append_batch`]'s check of one line's bytes (size, newline, depth, UTF-8):
+    /// `None` for a line written as it is, or, for a pi file, the line in pi's dialect
+    /// and the native line a reopen reads of it.
+    fn check_batch_line(&self, line: &[u8]) -> Result<Option<(String, String)>> {
+        if line.len() > self.limits.max_line_bytes {
+            return err(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "entry of {} bytes is over the line limit of {}",
+                    line.len(),
+                    self.limits.max_line_bytes
+                ),
+            );
+        }
+        if memchr(b'\n', line).is_some() {
+            return err(
+                ErrorCode::InvalidArgument,
+                "an entry line must not contain a newline",
+            );
+        }
+        let text = simdutf8::basic::from_utf8(line)
+            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
+        if !self.dialect.is_pi() {
+            return Ok(None);
+        }
+        let max_depth = self.limits.max_depth;
+        let pi_line = dialect::entry_to_pi(text).map_err(|e| line_error(e, max_depth))?;
+        let native = dialect::entry_to_native(&pi_line, self.dialect, None)
+            .map_err(|e| line_error(e, max_depth))?;
+        Ok(Some((pi_line, native)))
+    }
+
+    /// Writes a block of whole lines (each ending in a newline) as [`Store::append`]
+    /// writes one: buffered under `none` durability, else one write (trimmed back on
+    /// an I/O error).
+    fn write_block(&mut self, block: &[u8]) -> Result<()> {
+        let Backing::File(b) = &mut self.backing else {
+            if let Backing::Memory(buf) = &mut self.backing {
+                buf.extend_from_slice(block);
+            }
+            return Ok(());
+        };
+        if let Some(sync) = &b.sync {
+            if let Err(e) = sync.check() {
+                self.poisoned = Some(e.clone());
+                return Err(e);
+            }
+        }
+        if b.durability == Durability::None {
+            check_unchanged(b)?;
+        }
+        b.pending.extend_from_slice(block);
+        if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
+            return Ok(());
+        }
+        let res = write_pending(b);
+        if let Err(e) = res {
+            self.poisoned = e.1.then(|| e.0.clone());
+            return Err(e.0);
+        }
+        Ok(())
     }
 
     fn write_line(&mut self, line: &[u8]) -> Result<()> {
@@ -375,5 +535,50 @@ mod tests {
             .unwrap();
         assert_eq!(s.arena().node(idx).parent, 1);
         assert_eq!(s.arena().leaf(), idx);
+    }
+
+    #[test]
+    fn a_batch_chains_its_entries_and_is_written_whole_or_not_at_all() {
+        let mut s = Store::memory(HEADER.as_bytes(), Limits::default()).unwrap();
+        s.append(line("a", None, "T").as_bytes()).unwrap();
+        let before = s.memory_bytes().unwrap().to_vec();
+        // Each refused line leaves the store as it was: a bad reference late in the
+        // batch, a duplicate within it, a line that is not an entry.
+        for (bad, code) in [
+            (line("z", Some("nowhere"), "T"), ErrorCode::NotFound),
+            (line("b", Some("a"), "T"), ErrorCode::DuplicateId),
+            ("{\"type\":".to_string(), ErrorCode::InvalidArgument),
+        ] {
+            let batch = [line("b", Some("a"), "T"), line("c", Some("b"), "T"), bad];
+            let batch: Vec<&[u8]> = batch.iter().map(|l| l.as_bytes()).collect();
+            let e = s.append_batch(&batch).unwrap_err();
+            assert_eq!(e.code, code);
+            assert!(
+                e.message.starts_with("line 2 of the batch: "),
+                "{}",
+                e.message
+            );
+            assert_eq!(s.memory_bytes().unwrap(), &before[..]);
+            assert_eq!(s.arena().len(), 1);
+        }
+        let batch = [
+            line("b", Some("a"), "T"),
+            line("c", Some("b"), "T"),
+            line("d", Some("a"), "T"),
+        ];
+        let batch: Vec<&[u8]> = batch.iter().map(|l| l.as_bytes()).collect();
+        let idxs = s.append_batch(&batch).unwrap();
+        assert_eq!(idxs, vec![1, 2, 3]);
+        assert_eq!(s.arena().node(2).parent, 1);
+        assert_eq!(s.arena().node(3).parent, 0);
+        assert_eq!(s.arena().leaf(), 3);
+        assert!(s.append_batch(&[]).unwrap().is_empty());
+        // What was written reads back as the same tree, lines at their offsets.
+        let reopened =
+            Store::memory_from_bytes(s.memory_bytes().unwrap(), true, Limits::default()).unwrap();
+        assert_eq!(reopened.arena().len(), 4);
+        for idx in 0..4 {
+            assert_eq!(reopened.line(idx).unwrap(), s.line(idx).unwrap());
+        }
     }
 }

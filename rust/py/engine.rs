@@ -755,6 +755,17 @@ impl PyEngine {
             .map_err(|e| to_py_err(py, e))
     }
 
+    /// Appends entry lines as one unit (`Store::append_batch`): every line checked, its
+    /// references resolved against the arena and the batch's earlier lines, before any is
+    /// written; then one write; returns their indices. Nothing is written on an error.
+    fn append_lines(&self, py: Python<'_>, lines: Vec<Bound<'_, PyBytes>>) -> PyResult<Vec<u32>> {
+        let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let mut held = self.store.lock(py)?;
+        let store: &mut Store = &mut held;
+        py.detach(|| store.append_batch(&lines))
+            .map_err(|e| to_py_err(py, e))
+    }
+
     /// Appends an entry object: its line is encoded from the model (`encode.rs`), then
     /// checked and written as `append` does; returns its index.
     fn append_entry(&self, py: Python<'_>, entry: &Bound<'_, PyAny>) -> PyResult<u32> {

@@ -9,6 +9,7 @@
 
 mod build;
 mod constants;
+mod copy;
 mod encode;
 mod engine;
 mod errors;
@@ -60,6 +61,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pi_name, m)?)?;
     m.add_function(wrap_pyfunction!(convert_lines, m)?)?;
     m.add_function(wrap_pyfunction!(json_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(copy::copy_json, m)?)?;
+    m.add_function(wrap_pyfunction!(copy::copy_json_items, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;

@@ -267,7 +267,9 @@ def test_limit_follows_the_sdk(repo: AsyncSessionRepo) -> None:
         assert await session.get_items(2) == items[3:]
         assert await session.get_items(9) == items
         assert await session.get_items(0) == []
-        assert await session.get_items(-1) == []
+        # Negative: every item, as SQLiteSession's LIMIT -1 gives.
+        assert await session.get_items(-1) == await session.get_items()
+        assert len(await session.get_items(-5)) == len(await session.get_items())
         limited = OpenAIAgentsSession(session.session, session_settings={"limit": 3})
         assert await limited.get_items() == items[2:]
         assert await limited.get_items(1) == items[4:]

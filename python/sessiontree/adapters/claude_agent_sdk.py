@@ -47,6 +47,7 @@ from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_batch,
     as_async_repo,
     check_entries,
     import_framework,
@@ -54,6 +55,7 @@ from ._common import (
     json_copy,
     limits_of,
     mapped_id,
+    paused_gc,
     to_json,
 )
 
@@ -169,13 +171,18 @@ def _summary_of(entry: CustomEntry) -> SessionSummaryEntry:
 
 
 def _append_entries(
-    storage: SessionStorage, entries: list[Any], key: SessionKey, limits: Limits | None
+    session: Session, entries: list[Any], key: SessionKey, limits: Limits | None
 ) -> None:
-    """Appends transcript entries to ``storage`` (in the session's lane), then, for a main
-    transcript, the SDK's running summary folded over them: all planned first, checked on
-    a scratch session with the repository's limits, then written with no call between."""
+    """Appends transcript entries to ``session`` (in the session's lane), then, for a main
+    transcript, the SDK's running summary folded over them: all planned first, then
+    written as one unit (every entry checked before one write: :func:`._common.append_batch`),
+    or, on a storage that cannot, checked on a scratch session with the repository's
+    limits and written with no call between."""
+    storage = session.storage
     with storage.atomic():
         planned = _plan_entries(storage, entries, key)
+        if append_batch(session, planned):
+            return
         if len(planned) > 1:
             check_entries(limits, planned)
         for entry in planned:
@@ -256,10 +263,11 @@ def _load_entries(storage: SessionStorage) -> list[Any]:
         if engine.dialect[0] == "sessiontree":
             loads = _core.json_loads
             out = []
-            for raw in engine.lines(engine.select("custom", None, None, False)):
-                line = loads(raw)
-                if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
-                    out.append(line["data"])
+            with paused_gc():  # many acyclic objects: see paused_gc
+                for raw in engine.lines(engine.select("custom", None, None, False)):
+                    line = loads(raw)
+                    if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
+                        out.append(line["data"])
             return out
     return [
         json_copy(e.data)
@@ -362,7 +370,7 @@ class ClaudeAgentSessionStore:
             check_entries(self._limits, _plan_entries(None, copies, key))
         session = await self._session(key, create=True)
         assert session is not None
-        await in_lane(session, _append_entries, session.storage, copies, key, self._limits)
+        await in_lane(session, _append_entries, session.session, copies, key, self._limits)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
         """The transcript's entries in the order they were appended, or ``None`` for a key

@@ -57,13 +57,16 @@ from ..repo import is_valid_session_id
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_chain,
     as_async_session,
+    batch_storage,
     check_writes,
     import_framework,
     in_lane,
     json_copy,
     limits_of,
     mapped_id,
+    paused_gc,
     residual_of,
     runs_inline,
     to_json,
@@ -631,60 +634,11 @@ def _items_from_line(line: dict[str, Any]) -> tuple[bool, list[Any]] | None:
 
 _CONTAINERS: Final = (dict, list)
 
-
-def _fresh(value: Any) -> Any:
-    """A copy of a JSON value made of new dicts and lists (strings, numbers shared:
-    they are immutable)."""
-    if type(value) is dict:
-        out = value.copy()
-        for key, inner in value.items():
-            kind = type(inner)
-            if kind is list:
-                out[key] = _fresh(inner) if inner else []
-            elif kind is dict:
-                out[key] = _fresh(inner)
-        return out
-    copied: list[Any] = []
-    append = copied.append
-    for inner in value:
-        kind = type(inner)
-        if kind is dict:
-            append(_fresh(inner))
-        elif kind is list:
-            append(_fresh(inner) if inner else [])
-        else:
-            append(inner)
-    return copied
-
-
-def _copy_one(value: Any) -> Any:
-    return _fresh(value) if type(value) in _CONTAINERS else value
-
-
-def _nested_keys(item: Any) -> tuple[str, ...] | None:
-    """The keys of ``item`` (a dict) whose values are containers: what a copy of it must
-    copy beyond ``item.copy()`` (``None``: not a dict, copied whole)."""
-    if type(item) is not dict:
-        return None
-    return tuple(key for key, value in item.items() if type(value) in _CONTAINERS)
-
-
-def _copy_items(items: Sequence[Any], plans: Sequence[tuple[str, ...] | None]) -> list[Any]:
-    """Fresh copies of ``items`` (pristine, never handed out) by their plans."""
-    out: list[Any] = []
-    append = out.append
-    for item, nested in zip(items, plans, strict=True):
-        if nested is None:
-            append(_fresh(item) if type(item) in _CONTAINERS else item)
-        elif not nested:
-            append(item.copy())
-        else:
-            copy = item.copy()
-            for key in nested:
-                inner = item[key]
-                copy[key] = _fresh(inner) if inner else type(inner)()
-            append(copy)
-    return out
+# Fresh copies of pristine items (never handed out): every dict and list new, strings and
+# numbers shared (immutable), made in Rust with the cyclic collector paused (its passes
+# over the new objects cost several times the copy on long histories).
+_copy_one: Final = _core.copy_json
+_copy_items: Final = _core.copy_json_items
 
 
 class _NotPlain(Exception):
@@ -792,11 +746,11 @@ _COMPACTION: Final = 2
 _OTHER: Final = 0
 # What add_items writes inline (lane idle, a storage that writes from memory): at most
 # this many items of at most _INLINE_BYTES characters of JSON in all (AsyncSession's own
-# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES); what get_items
-# copies inline: at most this many items ("shared" hands out the view's items: any count).
+# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES). get_items of
+# an up-to-date view copies inline whatever the count: the copy holds the GIL throughout
+# (Rust), so the lane's thread would keep the event loop waiting as long, after a hop.
 _INLINE_ITEMS: Final = 16
 _INLINE_BYTES: Final = 64 * 1024
-_INLINE_COPIES: Final = 300
 # How far a walk up the tree by entry objects goes before the branch is read again.
 _WALK_MOST: Final = 256
 
@@ -816,7 +770,7 @@ class _View:
     """An :class:`OpenAIAgentsSession`'s copy of the current branch: its entries' ids,
     what each is, and their items flattened (pristine: only copies are handed out)."""
 
-    __slots__ = ("codes", "ends", "floor", "ids", "items", "leaf", "ok", "plans", "pos")
+    __slots__ = ("codes", "ends", "floor", "ids", "items", "leaf", "ok", "pos")
 
     def __init__(self) -> None:
         self.reset()
@@ -829,7 +783,6 @@ class _View:
         self.codes: list[int] = []
         self.ends: list[int] = []  # items up to and including each entry
         self.items: list[Any] = []
-        self.plans: list[tuple[str, ...] | None] = []
         self.floor = 0  # the position of the compaction the branch is cut at (0: none)
 
     def push(self, entry_id: str, code: int, items: list[Any]) -> None:
@@ -839,7 +792,6 @@ class _View:
         self.codes.append(code)
         if items:
             self.items.extend(items)
-            self.plans.extend(_nested_keys(item) for item in items)
         self.ends.append(len(self.items))
         if code == _COMPACTION:
             self.floor = at
@@ -861,7 +813,6 @@ class _View:
             elif items:
                 items_out.extend(items)
             ends.append(len(items_out))
-        self.plans.extend(_nested_keys(item) for item in items_out[len(self.plans) :])
         if _COMPACTION in codes:
             self.floor = start + len(codes) - 1 - codes[::-1].index(_COMPACTION)
 
@@ -882,7 +833,6 @@ class _View:
         del self.ends[keep:]
         count = self.ends[-1]
         del self.items[count:]
-        del self.plans[count:]
         if self.floor >= keep:
             self.floor = 0
 
@@ -938,6 +888,12 @@ class Branch:
     item_count: int
     last_item: Any
     current: bool
+
+
+def _effective_limit(limit: int | None) -> int | None:
+    """``get_items``' limit as ``SQLiteSession`` reads it (SQLite's ``LIMIT``): a negative
+    one means every item (``None``)."""
+    return None if limit is not None and limit < 0 else limit
 
 
 def _check_limit(limit: object) -> None:
@@ -1117,7 +1073,8 @@ class OpenAIAgentsSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The items on the current branch, oldest first; with ``limit``, only the last
-        ``limit`` of them (``limit <= 0`` gives ``[]``). ``limit=None`` uses
+        ``limit`` of them (``0`` gives ``[]``; a negative limit gives every item, as
+        ``SQLiteSession``'s ``LIMIT`` does and the SDK's own tests expect). ``limit=None`` uses
         ``session_settings.limit``."""
         return await self._items(limit)
 
@@ -1128,8 +1085,8 @@ class OpenAIAgentsSession:
     async def _collect(self, limit: int | None) -> list[tuple[str, Any]]:
         self._check_open()
         _check_limit(limit)
-        limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
+        limit = _effective_limit(resolve_session_limit(limit, self.session_settings))
+        if limit == 0:
             return []
 
         def collect() -> list[tuple[str, Any]]:
@@ -1139,18 +1096,17 @@ class OpenAIAgentsSession:
                 count = len(view.items)
                 first = 0 if limit is None else max(0, count - limit)
                 items = view.items[first:]
-                plans = view.plans[first:]
                 ids = view.entry_ids(first)
             # Copied outside the storage's lock: only this session's lane changes the view.
-            return list(zip(ids, self._copies(items, plans), strict=True))
+            return list(zip(ids, self._copies(items), strict=True))
 
         return await in_lane(self._session, collect)
 
     async def _items(self, limit: int | None) -> list[TResponseInputItem]:
         self._check_open()
         _check_limit(limit)
-        limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
+        limit = _effective_limit(resolve_session_limit(limit, self.session_settings))
+        if limit == 0:
             return []
 
         def collect() -> list[TResponseInputItem]:
@@ -1160,25 +1116,23 @@ class OpenAIAgentsSession:
                 count = len(view.items)
                 first = 0 if limit is None else max(0, count - limit)
                 items = view.items[first:] if first else list(view.items)
-                plans = view.plans[first:] if first else list(view.plans)
-            return self._copies(items, plans)
+            return self._copies(items)
 
-        # Inline (no thread hop) when the view is the branch already and handing it out is
-        # cheap: the shared items, or a few copies.
+        # Inline (no thread hop) when the view is the branch already: handing it out is a
+        # slice, or a copy that holds the GIL throughout wherever it runs.
         view = self._view
-        if view.ok and runs_inline(self._session, "read"):
-            count = len(view.items)
-            wanted = count if limit is None else min(limit, count)
-            if (self._shared_items or wanted <= _INLINE_COPIES) and (
-                self._session.session.storage.get_leaf_id() == view.leaf
-            ):
-                return collect()
+        if (
+            view.ok
+            and runs_inline(self._session, "read")
+            and self._session.session.storage.get_leaf_id() == view.leaf
+        ):
+            return collect()
         return await in_lane(self._session, collect)
 
-    def _copies(self, items: list[Any], plans: list[tuple[str, ...] | None]) -> list[Any]:
+    def _copies(self, items: list[Any]) -> list[Any]:
         if self._shared_items:
             return items  # already a new list (a slice of the view's)
-        return _copy_items(items, plans)
+        return _copy_items(items)
 
     # -- the view of the current branch --------------------------------------------------
 
@@ -1269,6 +1223,10 @@ class OpenAIAgentsSession:
     def _read_lines(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
         """Reads and converts the entries ``ids`` (at engine positions ``idxs``) from their
         lines into ``_known``: the first read of a session, in bulk."""
+        with paused_gc():
+            self._read_lines_now(storage, ids, idxs)
+
+    def _read_lines_now(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
         known = self._known
         names = self._tool_names
         loads = _core.json_loads
@@ -1351,9 +1309,16 @@ class OpenAIAgentsSession:
             )
         if not items:
             return
-        planned, texts = self._plan(items)
+        # A big batch makes many acyclic objects (messages, pristine items): the
+        # collector's passes over them would cost more than the batch (see paused_gc).
+        bulk = len(items) > _INLINE_ITEMS
+        with paused_gc() if bulk else contextlib.nullcontext():
+            planned, texts = self._plan(items)
 
         def append_all(session: Session) -> list[str]:
+            if bulk:
+                with paused_gc():
+                    return _append_planned(session, planned)
             return _append_planned(session, planned)
 
         self._check_fits(planned, texts)
@@ -1420,7 +1385,11 @@ class OpenAIAgentsSession:
         """Refuses a batch any entry of which the engine would refuse (depth, line size),
         before any of it is written: tried first on a scratch session unless it surely
         fits."""
-        if len(planned) > 1 and not _surely_fits(self._limits, planned, texts):
+        if (
+            len(planned) > 1
+            and batch_storage(self._session.session) is None
+            and not _surely_fits(self._limits, planned, texts)
+        ):
             check_writes(self._limits, lambda session: _append_planned(session, planned))
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -1490,7 +1459,7 @@ class OpenAIAgentsSession:
             first = 0 if limit is None else max(0, count - limit) if limit > 0 else count
             items = view.items[first:]
             return (
-                _copy_items(items, view.plans[first:]),
+                _copy_items(items),
                 view.entry_ids(first),
                 first == 0,
             )
@@ -1718,7 +1687,19 @@ _Planned = tuple["AgentMessage | _Custom", Any]
 
 
 def _append_planned(session: Session, planned: Sequence[_Planned]) -> list[str]:
-    """Appends each planned entry under the leaf; their ids."""
+    """Appends each planned entry under the leaf, a chain; their ids. A batch goes to the
+    engine as one unit where the storage allows (:func:`._common.append_batch`): checked
+    whole, then one write."""
+    if len(planned) > 1:
+        ids = append_chain(
+            session,
+            [
+                (ITEM_CUSTOM_TYPE, thing.item) if isinstance(thing, _Custom) else thing
+                for thing, _ in planned
+            ],
+        )
+        if ids is not None:
+            return ids
     return [
         session.append_custom_entry(ITEM_CUSTOM_TYPE, thing.item)
         if isinstance(thing, _Custom)

@@ -47,7 +47,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .._util import check_text, iso_to_datetime, iso_to_ms, ms_to_iso, now_iso
 from ..errors import InvalidArgumentError, SessionError
@@ -69,11 +69,13 @@ from ..model.types import SessionContext
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
     SharedSession,
+    append_batch,
     as_async_session,
     check_entries,
     import_framework,
     in_lane,
     limits_of,
+    paused_gc,
     residual_of,
     same_json,
     to_json,
@@ -471,6 +473,11 @@ class _Index:
     def __init__(self, storage: SessionStorage) -> None:
         self.records: dict[str, dict[str, Any] | None] = {}
         self.messages: dict[str, bytes] = {}
+        # For stores with message_copies="shared": entry id -> the ConversationEntry
+        # handed out (built once), and the histories of the last few heads read, so a
+        # turn's load converts only what is new.
+        self.shared: dict[str, ConversationEntry] = {}
+        self.histories: dict[str, list[ConversationEntry]] = {}
         for e in storage.get_entries("custom"):
             if not isinstance(e, CustomEntry):
                 continue
@@ -495,6 +502,49 @@ class _Index:
         if found is not None:
             self.messages[entry.id] = _MESSAGE.dump_json(found.message)
         return found
+
+    def shared_history(self, storage: SessionStorage, head_id: str) -> list[ConversationEntry]:
+        """The entries up to ``head_id`` as shared objects (``message_copies="shared"``):
+        walked up from the head through the entries already built to the nearest history
+        kept, so a turn builds only its new entries; a first read takes the path in one
+        engine walk. The list is the index's: callers copy it."""
+        shared = self.shared
+        histories = self.histories
+        new: list[ConversationEntry] = []
+        base: list[ConversationEntry] = []
+        entry_id: str | None = head_id
+        while entry_id is not None:
+            kept = histories.get(entry_id)
+            if kept is not None:
+                base = kept
+                break
+            found = shared.get(entry_id)
+            if found is None:
+                # Not built yet (a first read): the whole path, in one walk.
+                base, new = [], []
+                for entry in reversed(storage.get_path_to_root(head_id)):
+                    made = shared.get(entry.id)
+                    if made is None:
+                        made = self.entry(entry)
+                        if made is None:
+                            continue
+                        shared[entry.id] = made
+                    new.append(made)
+                break
+            new.append(found)
+            entry_id = found.parent_id
+        new.reverse()
+        history = [*base, *new] if new else base
+        if head_id not in histories:
+            if len(histories) >= _HISTORIES_KEPT:
+                del histories[next(iter(histories))]
+            histories[head_id] = history
+        return history
+
+
+# How many histories (by head) an index keeps for shared stores: a store's conversations
+# each have one head at a time.
+_HISTORIES_KEPT: Final = 16
 
 
 # The index of each session, shared by every store over it (so a record one store writes
@@ -523,9 +573,26 @@ class PydanticAIConversationStore(ConversationStore):
     Args:
         session: the store's session (an :class:`~sessiontree.AsyncSession`; a sync
             :class:`~sessiontree.Session` is wrapped). ``close()`` closes it.
+        message_copies: what ``read_history`` (so ``load``) hands out: ``"fresh"`` (the
+            default), new message objects each time, decoded from the JSON the store
+            keeps of each message, as pydantic-ai's ``InMemoryConversationStore`` hands
+            out deep copies (about 12 µs a message: a load costs what the history is
+            long); ``"shared"``, the same objects every time (each built once, those a
+            save was given kept as they are), so a turn's load builds only the new
+            messages and costs a list copy of the rest: read-only, as an agent run only
+            reads its history; code that changes a loaded message must copy it first, or
+            later loads return the change.
     """
 
-    def __init__(self, session: AsyncSession | Session) -> None:
+    def __init__(
+        self,
+        session: AsyncSession | Session,
+        *,
+        message_copies: Literal["fresh", "shared"] = "fresh",
+    ) -> None:
+        if message_copies not in ("fresh", "shared"):
+            raise SessionError("invalid_argument", "message_copies must be 'fresh' or 'shared'")
+        self._shared_messages = message_copies == "shared"
         self._session = as_async_session(session)
         # The registry hold when opened by ``open`` (else ``close`` closes the session).
         self._shared: SharedSession | None = None
@@ -540,18 +607,20 @@ class PydanticAIConversationStore(ConversationStore):
         *,
         cwd: str | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        message_copies: Literal["fresh", "shared"] = "fresh",
     ) -> PydanticAIConversationStore:
         """The store kept in session ``store_id`` of ``repo`` (an ``AsyncSessionRepo`` or
         any ``SessionRepo``), created if it does not exist. Stores opened on one session
         in this process share its writer; while another process writes it, this waits up
-        to ``lock_timeout`` seconds, then raises ``locked``."""
+        to ``lock_timeout`` seconds, then raises ``locked``. ``message_copies``: see the
+        class."""
         shared = await SharedSession.acquire(
             repo,
             store_id,
             create={"cwd": cwd, "name": "pydantic-ai store"},
             lock_timeout=lock_timeout,
         )
-        self = cls(shared.session)
+        self = cls(shared.session, message_copies=message_copies)
         self._shared = shared
         self._limits = limits_of(repo)
         return self
@@ -653,15 +722,23 @@ class PydanticAIConversationStore(ConversationStore):
                 custom_type=RECORD_CUSTOM_TYPE,
                 data=data,
             )
-            # All or nothing: the entries and the record are tried on a scratch session
-            # first (the engine's checks, the repository's limits), then written with no
-            # call between. The record is the commit: entries written before a failing
-            # record (an I/O error) are in no conversation's history.
-            check_entries(limits, [*(e for e, _ in new), record_entry])
+            # All or nothing: the entries and the record are one batch, every entry checked
+            # (the engine's checks, the repository's limits) before one write. A storage
+            # that cannot: tried on a scratch session first, then written with no call
+            # between; the record is the commit there (entries written before a failing
+            # record, an I/O error, are in no conversation's history).
+            batch = [*(e for e, _ in new), record_entry]
+            if not append_batch(self._session.session, batch):
+                check_entries(limits, batch)
+                for e in batch:
+                    storage.append_entry(e)
             for e, message in new:
-                storage.append_entry(e)
                 index.messages[e.id] = message
-            storage.append_entry(record_entry)
+            if self._shared_messages:
+                written = {e.id for e, _ in new}
+                for given in new_entries:
+                    if given.id in written:
+                        index.shared[given.id] = given
             index.records[record.conversation_id] = data
 
         await self._run(write)
@@ -717,7 +794,24 @@ class PydanticAIConversationStore(ConversationStore):
             path = storage.get_path_to_root(head_id)
             if limit is not None:
                 path = path[max(0, len(path) - limit) :]
-            return [e for e in map(index.entry, path) if e is not None]
+            with paused_gc():  # a message's objects each: see paused_gc
+                return [e for e in map(index.entry, path) if e is not None]
+
+        def read_shared(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
+            if head_id is None:
+                return []
+            known = head_id in index.shared or head_id in index.histories
+            if not known and storage.get_entry(head_id) is None:
+                raise KeyError(head_id)
+            with paused_gc():
+                history = index.shared_history(storage, head_id)
+            if limit is not None:
+                return history[max(0, len(history) - limit) :] if limit else []
+            return list(history)
+
+        if self._shared_messages:
+            shared: list[ConversationEntry] = await self._run(read_shared, head_id=head_id)
+            return shared
 
         history: list[ConversationEntry] = await self._run(read, head_id=head_id)
         return history

@@ -431,6 +431,16 @@ class PostgresSessionStorage(_EngineStorage):
             super().append_entry(entry)
             self._persist_after_append()
 
+    def _append_lines(self, lines: list[bytes]) -> None:
+        """A batch of entry lines as one unit (``append_entries``, the adapters' batches):
+        checked whole by the engine, then sent to the server in one transaction (with
+        ``durability="none"``, buffered as any append is)."""
+        with self._atomic_lock:
+            self._check()
+            self._check_connection()
+            super()._append_lines(lines)
+            self._persist_after_append()
+
     def append_message(self, message: AgentMessage) -> MessageEntry:
         with self._atomic_lock:
             self._check()

@@ -18,6 +18,7 @@ from ..model.entries import (
     SessionTreeEntry,
     entry_from_dict,
     entry_from_json,
+    entry_to_json,
     header_from_dict,
     header_to_json,
 )
@@ -262,6 +263,36 @@ class _EngineStorage(SessionStorage):
             )
         # Encoded from the entry's slots, checked and written in one engine call.
         self._engine.append_entry(entry)
+
+    def append_entries(self, entries: Sequence[SessionTreeEntry]) -> None:
+        """Appends ``entries`` (in order) as one unit: every entry is encoded and checked —
+        as :meth:`append_entry` checks one, its references against the session and the
+        batch's earlier entries — before any is written; then all of them are written with
+        one write (a PostgreSQL storage: one transaction) and only then indexed. When one
+        is refused, nothing is written and the error names it (``line N of the batch``).
+
+        Raises:
+            SessionError: what :meth:`append_entry` raises for the entry refused.
+        """
+        if not self._may_append:
+            self._refuse_append()
+        self._check()
+        entries = list(entries)
+        for entry in entries:
+            if not isinstance(entry, SessionTreeEntry):
+                raise SessionError(
+                    "invalid_argument", f"expected a session entry, not {type(entry).__name__}"
+                )
+        if entries:
+            self._append_lines(_entry_lines(entries))
+
+    def _append_lines(self, lines: list[bytes]) -> None:
+        """Appends entry lines as one unit (``Engine.append_lines``): what
+        :meth:`append_entries` and the framework adapters' batches end in."""
+        if not self._may_append:
+            self._refuse_append()
+        self._check()
+        self._engine.append_lines(lines)
 
     def append_message(self, message: AgentMessage) -> MessageEntry:
         if self._stamp_in_engine:
@@ -586,6 +617,27 @@ class _EngineStorage(SessionStorage):
         _check_id_arg("leaf_id", leaf_id, optional=True)
         self._check()
         return [entry_from_json(line) for line in self._engine.state_lines(leaf_id) if line]
+
+
+_SCRATCH_HEADER: list[bytes] = []
+
+
+def _scratch_header() -> bytes:
+    """The header of the scratch engines batches are encoded on (made once)."""
+    if not _SCRATCH_HEADER:
+        _SCRATCH_HEADER.append(_make_header(None))
+    return _SCRATCH_HEADER[0]
+
+
+def _entry_lines(entries: Sequence[SessionTreeEntry]) -> list[bytes]:
+    """The lines of ``entries``, as the engine's writer writes them (``entry_to_json``);
+    the engine checks every line again before it writes the batch."""
+    return [entry_to_json(entry) for entry in entries]
+
+
+def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
+    """``line`` with its ``parent_id`` replaced, every other byte kept."""
+    return _core.reparent_line(line, parent_id)
 
 
 def _make_header(header: SessionHeader | None) -> bytes:

@@ -1,0 +1,111 @@
+"""The pydantic-ai store's ``message_copies="shared"`` (issue 27, item 4): a load hands out
+the same message objects each time, built once, so a turn (load, then save the new
+messages) builds only what is new; ``"fresh"`` (the default) hands out new objects each
+time, as pydantic-ai's ``InMemoryConversationStore`` does. Both load what was saved, by
+this store, another store on the session, or another process's (a new index)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
+
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+import sessiontree as st
+from sessiontree import AsyncSessionRepo
+from sessiontree.adapters.pydantic_ai import PydanticAIConversationStore, _indexes
+
+from .conftest import run
+
+WHEN = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+def _turn(n: int, value: Any = "ok") -> list[Any]:
+    return [
+        ModelRequest(parts=[UserPromptPart(f"question {n}", timestamp=WHEN)]),
+        ModelResponse(parts=[ToolCallPart("t", {"n": n}, f"c{n}")], timestamp=WHEN),
+        ModelRequest(parts=[ToolReturnPart("t", value, f"c{n}", timestamp=WHEN)]),
+        ModelResponse(parts=[TextPart(f"answer {n}")], timestamp=WHEN),
+    ]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_shared_loads_hand_out_the_same_objects_and_fresh_ones_new(tmp_path: Path) -> None:
+    async def main() -> None:
+        repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        shared = await PydanticAIConversationStore.open(repo, "s", message_copies="shared")
+        fresh = await PydanticAIConversationStore.open(repo, "s")
+        await shared.save(Conversation(conversation_id="c", messages=_turn(0)))
+        a = (await shared.load("c")).messages
+        b = (await shared.load("c")).messages
+        assert a == b == _turn(0)
+        assert all(x is y for x, y in zip(a, b, strict=True))
+        c = (await fresh.load("c")).messages
+        d = (await fresh.load("c")).messages
+        assert c == d == _turn(0)
+        assert not any(x is y for x, y in zip(c, d, strict=True))
+        # Turns through either store: each sees the other's saves.
+        conversation = await shared.load("c")
+        conversation.messages.extend(_turn(1))
+        await shared.save(conversation)
+        conversation = await fresh.load("c")
+        conversation.messages.extend(_turn(2))
+        await fresh.save(conversation)
+        want = _turn(0) + _turn(1) + _turn(2)
+        assert (await shared.load("c")).messages == want
+        assert (await fresh.load("c")).messages == want
+        assert (await shared.load("c", limit=3)).messages == want[-3:]
+        assert (await shared.load("c", limit=0)).messages == []
+        await shared.close()
+        await fresh.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize("depth", [150, 250])
+def test_a_shared_store_loads_what_any_store_saved(tmp_path: Path, depth: int) -> None:
+    async def main() -> None:
+        repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        writer = await PydanticAIConversationStore.open(repo, "s")
+        messages = _turn(0, _nested(depth)) + _turn(1)
+        await writer.save(Conversation(conversation_id="c", messages=messages))
+        await writer.close()
+        _indexes.clear()  # as a new process would find it: nothing built yet
+        reader = await PydanticAIConversationStore.open(repo, "s", message_copies="shared")
+        assert (await reader.load("c")).messages == messages
+        conversation = await reader.load("c")
+        conversation.messages.extend(_turn(2))
+        await reader.save(conversation)
+        assert (await reader.load("c")).messages == messages + _turn(2)
+        await reader.close()
+
+    run(main())
+
+
+def test_message_copies_is_checked(tmp_path: Path) -> None:
+    async def main() -> None:
+        repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        with pytest.raises(st.SessionError) as err:
+            await PydanticAIConversationStore.open(repo, "s", message_copies="deep")  # type: ignore[arg-type]
+        assert err.value.code == "invalid_argument"
+
+    run(main())
