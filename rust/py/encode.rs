@@ -37,8 +37,8 @@ use pyo3::types::{
 };
 
 use super::build::{self, fields_of};
-use super::slots::{class_named, slot_descriptor};
 use super::errors::to_py_err;
+use super::slots::{class_named, slot_descriptor};
 use crate::engine::arena::NONE;
 use crate::engine::json_text::{push_f64, push_i64, push_str};
 use crate::engine::model::{self, DefaultValue, FieldDef, FieldKind, Presence, TypeDef, Write};
