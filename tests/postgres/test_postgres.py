@@ -288,7 +288,18 @@ def test_sigkilled_writers_lose_nothing_acknowledged(
         proc.communicate()
         assert proc.returncode == -signal.SIGKILL
         acked.extend(got)
-    with repo.open(sid) as s:  # the lock is free, the session opens and is whole
+    # The last victim's backend may still be going away (on a loaded machine, a while):
+    # the lock is free once it has, and the session opens and is whole.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            session = repo.open(sid)
+            break
+        except st.SessionError as exc:
+            if exc.code != "locked" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    with session as s:
         # Read while holding the lock: the last victim's backend has ended (it may have
         # committed an append its killed client never saw acknowledged, after the kill).
         on_server = {e for _, e, _ in rows(pg_server, repo.schema, sid)}
