@@ -30,14 +30,14 @@ __all__ = [
     "json_loads",
     "pi_name",
     "reparent_line",
-    "to_dict",
-    "to_json",
     "search_documents",
     "search_entry_texts",
     "search_extract",
     "search_line_tokens",
     "search_terms",
     "search_tokens",
+    "to_dict",
+    "to_json",
 ]
 
 __version__: str
