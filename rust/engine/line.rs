@@ -384,7 +384,7 @@ pub fn check_timestamp(s: &str) -> Result<(), &'static str> {
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);

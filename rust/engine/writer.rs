@@ -86,24 +86,7 @@ impl Store {
             return err(ErrorCode::Readonly, "the session storage is read-only");
         }
         self.check_owner()?;
-        if line.len() > self.limits.max_line_bytes {
-            return err(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "entry of {} bytes is over the line limit of {}",
-                    line.len(),
-                    self.limits.max_line_bytes
-                ),
-            );
-        }
-        if memchr(b'\n', line).is_some() {
-            return err(
-                ErrorCode::InvalidArgument,
-                "an entry line must not contain a newline",
-            );
-        }
-        let text = simdutf8::basic::from_utf8(line)
-            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
+        let text = self.line_text(line)?;
         let max_depth = self.limits.max_depth;
         let bad_line = |e: LineError| line_error(e, max_depth);
         let mut parsed = parse_entry(text, self.limits.read()).map_err(bad_line)?;
@@ -262,10 +245,9 @@ impl Store {
         Ok(out)
     }
 
-    /// [`Store::append_batch`]'s check of one line's bytes (size, newline, depth, UTF-8):
-    /// `None` for a line written as it is, or, for a pi file, the line in pi's dialect
-    /// and the native line a reopen reads of it.
-    fn check_batch_line(&self, line: &[u8]) -> Result<Option<(String, String)>> {
+    /// The text of a line to append, once its bytes pass: within the line limit, no
+    /// newline, UTF-8.
+    fn line_text<'l>(&self, line: &'l [u8]) -> Result<&'l str> {
         if line.len() > self.limits.max_line_bytes {
             return err(
                 ErrorCode::LimitExceeded,
@@ -282,8 +264,15 @@ impl Store {
                 "an entry line must not contain a newline",
             );
         }
-        let text = simdutf8::basic::from_utf8(line)
-            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))?;
+        simdutf8::basic::from_utf8(line)
+            .map_err(|_| EngineError::new(ErrorCode::InvalidArgument, "entry is not UTF-8"))
+    }
+
+    /// [`Store::append_batch`]'s check of one line's bytes ([`Store::line_text`]):
+    /// `None` for a line written as it is, or, for a pi file, the line in pi's dialect
+    /// and the native line a reopen reads of it.
+    fn check_batch_line(&self, line: &[u8]) -> Result<Option<(String, String)>> {
+        let text = self.line_text(line)?;
         if !self.dialect.is_pi() {
             return Ok(None);
         }

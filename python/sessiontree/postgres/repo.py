@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from .._util import uuid7
 from ..errors import SessionError
@@ -36,6 +36,8 @@ from ._connect import (
 )
 from ._schema import is_missing, migrate, recover
 from .storage import PostgresSessionStorage, _publish, _text, search_column
+
+_T = TypeVar("_T")
 
 __all__ = ["PostgresSessionRepo"]
 
@@ -121,6 +123,23 @@ class PostgresSessionRepo(SessionRepo):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _run(self, what: str, work: Callable[[Any], _T]) -> _T:
+        """``work(conn)`` on the repository's short-operation connection; a schema that is
+        missing (a reset or restored database) is made again and ``work`` retried once;
+        a database error is ``SessionError`` naming ``what``."""
+        psycopg = psycopg_module()
+        try:
+            with self._source.borrow() as conn:
+                try:
+                    return work(conn)
+                except psycopg.Error as exc:
+                    if not is_missing(exc):
+                        raise
+                    recover(conn, self._schema)
+                    return work(conn)
+        except psycopg.Error as exc:
+            raise_pg(what, exc)
+
     # -- create / open ---------------------------------------------------------------
 
     def create(
@@ -193,7 +212,6 @@ class PostgresSessionRepo(SessionRepo):
         """Candidates from the GIN index on ``entries.search`` (every positive term's
         tokens; rows of unknown tokens too), checked by the engine's matcher exactly as
         the file repositories check theirs."""
-        psycopg = psycopg_module()
         q = ident(self._schema)
         where = ["(e.search @@ %s::tsquery OR e.search IS NULL)"]
         params: builtins.list[Any] = [_tsquery(plan)]
@@ -211,17 +229,7 @@ class PostgresSessionRepo(SessionRepo):
             f"JOIN {q}.sessions s ON s.id = e.session_id WHERE {' AND '.join(where)} "
             "ORDER BY e.session_id, e.seq"
         )
-        try:
-            with self._source.borrow() as conn:
-                try:
-                    rows = conn.execute(query, params).fetchall()
-                except psycopg.Error as exc:
-                    if not is_missing(exc):
-                        raise
-                    recover(conn, self._schema)
-                    rows = conn.execute(query, params).fetchall()
-        except psycopg.Error as exc:
-            raise_pg("searching sessions", exc)
+        rows = self._run("searching sessions", lambda conn: conn.execute(query, params).fetchall())
         docs: dict[str, builtins.list[bytes]] = {}
         for sid, header, line in rows:
             docs.setdefault(sid, [bytes(header)]).append(bytes(line))
@@ -276,7 +284,6 @@ class PostgresSessionRepo(SessionRepo):
         """Every session's metadata, newest ``modified`` first (see :class:`SessionRepo`),
         read from the sessions table through its indexes."""
         want_cwd = _check_list_args(cwd, limit)
-        psycopg = psycopg_module()
         where, params = "", list[Any]()
         if want_cwd is not None:
             where = "WHERE cwd_key = %s OR cwd_key = ''"
@@ -288,17 +295,7 @@ class PostgresSessionRepo(SessionRepo):
         if limit is not None:
             query += " LIMIT %s"
             params.append(limit)
-        try:
-            with self._source.borrow() as conn:
-                try:
-                    rows = conn.execute(query, params).fetchall()
-                except psycopg.Error as exc:
-                    if not is_missing(exc):
-                        raise
-                    recover(conn, self._schema)  # a reset or restored database
-                    rows = conn.execute(query, params).fetchall()
-        except psycopg.Error as exc:
-            raise_pg("listing sessions", exc)
+        rows = self._run("listing sessions", lambda conn: conn.execute(query, params).fetchall())
         return [_metadata_row(r) for r in rows]
 
     # -- delete ----------------------------------------------------------------------
@@ -311,7 +308,6 @@ class PostgresSessionRepo(SessionRepo):
                 (on any host) has it open, ``io``.
         """
         sid = _ref_id(ref)
-        psycopg = psycopg_module()
 
         def delete(conn: Any) -> None:
             with conn.transaction():
@@ -331,17 +327,7 @@ class PostgresSessionRepo(SessionRepo):
                 if cur.rowcount == 0:
                     raise SessionError("not_found", f"session {sid!r} not found")
 
-        try:
-            with self._source.borrow() as conn:
-                try:
-                    delete(conn)
-                except psycopg.Error as exc:
-                    if not is_missing(exc):
-                        raise
-                    recover(conn, self._schema)  # a reset or restored database
-                    delete(conn)
-        except psycopg.Error as exc:
-            raise_pg(f"deleting session {sid!r}", exc)
+        self._run(f"deleting session {sid!r}", delete)
 
     def _delete_row(self, sid: str) -> None:
         with contextlib.suppress(SessionError):
@@ -449,19 +435,10 @@ class PostgresSessionRepo(SessionRepo):
             sid = _ref_id(ref)
         except SessionError:
             return False
-        psycopg = psycopg_module()
         query = f"SELECT 1 FROM {ident(self._schema)}.sessions WHERE id = %s"
-        try:
-            with self._source.borrow() as conn:
-                try:
-                    row = conn.execute(query, (sid,)).fetchone()
-                except psycopg.Error as exc:
-                    if not is_missing(exc):
-                        raise
-                    recover(conn, self._schema)  # a reset or restored database
-                    row = conn.execute(query, (sid,)).fetchone()
-        except psycopg.Error as exc:
-            raise_pg(f"looking up session {sid!r}", exc)
+        row = self._run(
+            f"looking up session {sid!r}", lambda conn: conn.execute(query, (sid,)).fetchone()
+        )
         return row is not None
 
     def __repr__(self) -> str:

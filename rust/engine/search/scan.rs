@@ -22,6 +22,7 @@ use regex_automata::Input;
 
 use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
+use crate::engine::line::days_from_civil;
 
 use super::entry::{entry_text, match_texts, snippet};
 use super::query::Query;
@@ -161,16 +162,6 @@ pub fn parse_ms(s: &str) -> Option<i64> {
         return None;
     }
     Some(((days * 24 + h) * 60 + mi - offset) * 60_000 + sec * 1000 + ms)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// `c` written so a regex reads it literally, in or out of a class.
