@@ -287,38 +287,20 @@ impl Store {
     /// writes one: buffered under `none` durability, else one write (trimmed back on
     /// an I/O error).
     fn write_block(&mut self, block: &[u8]) -> Result<()> {
-        let Backing::File(b) = &mut self.backing else {
-            if let Backing::Memory(buf) = &mut self.backing {
-                buf.extend_from_slice(block);
-            }
-            return Ok(());
-        };
-        if let Some(sync) = &b.sync {
-            if let Err(e) = sync.check() {
-                self.poisoned = Some(e.clone());
-                return Err(e);
-            }
-        }
-        if b.durability == Durability::None {
-            check_unchanged(b)?;
-        }
-        b.pending.extend_from_slice(block);
-        if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
-            return Ok(());
-        }
-        let res = write_pending(b);
-        if let Err(e) = res {
-            self.poisoned = e.1.then(|| e.0.clone());
-            return Err(e.0);
-        }
-        Ok(())
+        self.write_parts(&[block])
     }
 
+    /// Writes one line (without its newline), as [`Store::write_block`] does.
     fn write_line(&mut self, line: &[u8]) -> Result<()> {
+        self.write_parts(&[line, b"\n"])
+    }
+
+    /// Appends `parts`, one after the other, to what is written next: buffered under
+    /// `none` durability (written once the buffer is full), else written now.
+    fn write_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
         let Backing::File(b) = &mut self.backing else {
             if let Backing::Memory(buf) = &mut self.backing {
-                buf.extend_from_slice(line);
-                buf.push(b'\n');
+                parts.iter().for_each(|p| buf.extend_from_slice(p));
             }
             return Ok(());
         };
@@ -331,13 +313,11 @@ impl Store {
         if b.durability == Durability::None {
             check_unchanged(b)?;
         }
-        b.pending.extend_from_slice(line);
-        b.pending.push(b'\n');
+        parts.iter().for_each(|p| b.pending.extend_from_slice(p));
         if b.durability == Durability::None && b.pending.len() < BUFFER_LIMIT {
             return Ok(());
         }
-        let res = write_pending(b);
-        if let Err(e) = res {
+        if let Err(e) = write_pending(b) {
             self.poisoned = e.1.then(|| e.0.clone());
             return Err(e.0);
         }
