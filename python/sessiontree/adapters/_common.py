@@ -290,7 +290,7 @@ def append_chain(
     atomic lock."""
     from .. import _core
     from ..model.entries import CustomEntry
-    from ..storage.engine import _entry_lines, _reparent_line, _scratch_header
+    from ..storage.engine import _entry_lines, _scratch_header
 
     storage = batch_storage(session)
     if storage is None:
@@ -337,7 +337,7 @@ def append_chain(
         assert document is not None  # a memory engine's
         lines = document.split(b"\n", len(entries) + 1)[1 : len(entries) + 1]
         if leaf is not None:
-            lines[0] = _reparent_line(lines[0], leaf)
+            lines[0] = _core.reparent_line(lines[0], leaf)
             entries[0] = dataclasses.replace(entries[0], parent_id=leaf)
     storage._append_lines(lines)
     _tell_cache(session, storage, entries)

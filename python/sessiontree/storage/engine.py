@@ -635,11 +635,6 @@ def _entry_lines(entries: Sequence[SessionTreeEntry]) -> list[bytes]:
     return [entry_to_json(entry) for entry in entries]
 
 
-def _reparent_line(line: bytes, parent_id: str | None) -> bytes:
-    """``line`` with its ``parent_id`` replaced, every other byte kept."""
-    return _core.reparent_line(line, parent_id)
-
-
 def _make_header(header: SessionHeader | None) -> bytes:
     if header is None:
         header = SessionHeader.generate()
