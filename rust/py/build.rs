@@ -29,7 +29,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple, 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::pyjson::{self, Key};
-use super::slots::{class_named, setter, Alloc, Setter};
+use super::slots::{self, class_named, setter, Alloc, Setter};
 use super::tree::NodeClass;
 use crate::engine::arena::{Kind, Role};
 use crate::engine::line::MAX_ID_BYTES;
@@ -371,6 +371,8 @@ impl Class {
         for (setter, value) in slots {
             setter.set(&obj, value?).ok()?;
         }
+        let members = values.iter().flatten().chain(std::iter::once(extra));
+        slots::untrack_if_acyclic(&obj, members);
         Some(obj)
     }
 }
@@ -557,9 +559,11 @@ impl<'de, 'py> Visitor<'de> for Field<'_, 'py, '_> {
             }
             _ => return Err(give_up()),
         }
-        PyTuple::new(ctx.py, items)
+        let tuple = PyTuple::new(ctx.py, &items)
             .map(Bound::into_any)
-            .map_err(pyjson::py_err)
+            .map_err(pyjson::py_err)?;
+        slots::untrack_if_acyclic(&tuple, items.iter());
+        Ok(tuple)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
