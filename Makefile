@@ -60,6 +60,16 @@ test-python: ## pytest (the package; needs `make install`)
 .PHONY: test
 test: install test-rust test-python ## Everything: build, cargo test, pytest
 
+# The Python suite once more on the engine's portable OS layer (what macOS and Windows
+# build; the `portable` feature forces it on Linux): the extension is built into
+# target/portable and imported from a copy of the package in .portable/.
+.PHONY: test-portable
+test-portable: $(PY) ## pytest on the engine's portable OS layer (cargo feature `portable`)
+	CARGO_TARGET_DIR=target/portable cargo build --release --quiet --lib $(DEV_FEATURES),portable
+	rm -rf .portable && mkdir .portable && cp -r python/sessiontree .portable/
+	cp target/portable/release/lib_core.so .portable/sessiontree/_core.abi3.so
+	PYTHONPATH=$(CURDIR)/.portable SESSIONTREE_EXPECT_PORTABLE=1 $(PY) -m pytest -q -p no:cacheprovider tests .portable/sessiontree
+
 # The agent frameworks' own tests (their sessions' and stores' tests, the Runner's) run
 # against the adapters: tests/upstream/run.sh fetches the sdists constraints/adapters.txt
 # pins from PyPI into .upstream/ and swaps their stores for ours. Not part of `make test`.

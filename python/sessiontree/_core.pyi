@@ -10,6 +10,7 @@ __all__ = [
     "ENTRY_TYPES",
     "ERROR_CODES",
     "FORMAT_VERSION",
+    "LINUX_FAST",
     "MAX_DEPTH",
     "MAX_ID_BYTES",
     "MAX_LINE_BYTES",
@@ -269,6 +270,7 @@ def _register_model(classes: Mapping[str, type], empties: Mapping[str, object]) 
     once at import)."""
 
 PI_LEAF_MARKER: Final[str]
+LINUX_FAST: Final[bool]
 """The ``customType`` of the entry that stands for a leaf move in a pi file."""
 
 def pi_name(name: str) -> str:

@@ -31,6 +31,9 @@ pub(super) fn add_constants(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DURABILITY_MODES", strs(&DURABILITY_MODES)?)?;
     m.add("MODEL", model_table(py)?)?;
     m.add("PI_LEAF_MARKER", crate::engine::dialect::LEAF_MARKER)?;
+    // Whether this build uses the OS layer's Linux-only speed-ups (false: the portable
+    // path, as on macOS and Windows or with the `portable` feature).
+    m.add("LINUX_FAST", crate::engine::sys::LINUX_FAST)?;
     Ok(())
 }
 
