@@ -251,24 +251,34 @@ impl Store {
         let mut buf = Vec::new();
         let mut at = 0;
         while at < idxs.len() {
-            // The run: lines after one another in the file, gaps of at most RUN_GAP bytes,
-            // all written, RUN_BYTES at most (a longer line is a run of its own).
+            // The run: lines next to one another in the file, in the order asked (ascending,
+            // as a whole read asks, or descending, as the newest first or a walk up a
+            // branch asks), gaps of at most RUN_GAP bytes, all written, RUN_BYTES at most
+            // (a longer line is a run of its own).
             let first = self.arena.node(idxs[at]);
-            let start = first.offset;
+            let mut start = first.offset;
             let mut end = start + u64::from(first.len) + 1;
             let mut stop = at + 1;
+            let mut descending = None;
             if end <= b.written_len {
                 while stop < idxs.len() {
                     let n = self.arena.node(idxs[stop]);
                     let n_end = n.offset + u64::from(n.len) + 1;
-                    if n.offset < end
-                        || n.offset - end > RUN_GAP
+                    let down = n.offset < start;
+                    let near = if down {
+                        n_end <= start && start - n_end <= RUN_GAP
+                    } else {
+                        n.offset >= end && n.offset - end <= RUN_GAP
+                    };
+                    if !near
+                        || *descending.get_or_insert(down) != down
                         || n_end > b.written_len
-                        || n_end - start > RUN_BYTES
+                        || n_end.max(end) - n.offset.min(start) > RUN_BYTES
                     {
                         break;
                     }
-                    end = n_end;
+                    start = start.min(n.offset);
+                    end = end.max(n_end);
                     stop += 1;
                 }
             }

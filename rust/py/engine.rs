@@ -98,10 +98,12 @@ impl PyEngine {
             )));
         }
         let mut out = Vec::with_capacity(idxs.len());
-        for &i in idxs {
-            let line = store.line(i).map_err(|e| to_py_err(py, e))?;
-            out.push(PyBytes::new(py, &line));
-        }
+        store
+            .for_each_line(idxs, |_, line| -> Result<(), LineFailure> {
+                out.push(PyBytes::new(py, line));
+                Ok(())
+            })
+            .map_err(|e| e.into_py(py))?;
         PyList::new(py, out)
     }
 
