@@ -24,7 +24,9 @@ use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
-use super::entry::{entry_text, match_texts, snippet};
+use super::branch::{branch_ids, LineLimits};
+use super::count::{count_terms, counters, Counter};
+use super::entry::{entry_text, match_texts, score, snippet};
 use super::query::Query;
 use super::tokens::upper_variants;
 
@@ -91,6 +93,9 @@ pub struct Hit {
     pub snippet: String,
     /// Character offsets of the marked text in the snippet.
     pub marks: Vec<(usize, usize)>,
+    /// Whether the entry is on its session's current branch, when the scan could tell
+    /// (whole documents in sessiontree's dialect; see [`super::branch`]).
+    pub on_branch: Option<bool>,
 }
 
 /// Parses an ISO-8601 time (`YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±HH:MM]`, or a bare date as
@@ -199,12 +204,43 @@ fn compile(pat: &str) -> Result<Regex, EngineError> {
     })
 }
 
-/// The line prefilter: the needle in every case form, or a JSON `\u` escape.
-fn prefilter(needle: &str) -> Result<Regex, EngineError> {
-    let mut pat = String::from("(?:");
-    case_forms(&mut pat, needle);
-    pat.push_str(")|\\\\u");
-    compile(&pat)
+/// How common a character is in text (higher: rarer), by English letter frequency; any
+/// other character counts as rare.
+fn rarity(c: char) -> usize {
+    const COMMON: &str = "etaoinsrhldcumfpgwybvkxjqz";
+    COMMON.find(c).map_or(40, |i| i + 1)
+}
+
+/// The part of `needle` the line prefilter looks for: its rarest three characters in a
+/// row. A line holding the needle holds every part of it, so it stays a prefilter (the
+/// matcher checks the lines it finds), and three characters in two case forms each are
+/// eight literals, which a vectorised literal search (Teddy) tells apart by their first
+/// bytes with few false alarms, where every case form of a long word (2^n literals) would
+/// confirm many.
+pub fn prefilter_part(needle: &str) -> &str {
+    let chars: Vec<(usize, char)> = needle.char_indices().collect();
+    if chars.len() <= 3 {
+        return needle;
+    }
+    // Teddy tells literals apart by their first bytes: those matter most.
+    let best = (0..=chars.len() - 3)
+        .max_by_key(|&i| {
+            let lead = rarity(chars[i].1) + rarity(chars[i + 1].1);
+            (lead, rarity(chars[i + 2].1), std::cmp::Reverse(i))
+        })
+        .unwrap_or(0);
+    let end = chars.get(best + 3).map_or(needle.len(), |&(at, _)| at);
+    &needle[chars[best].0..end]
+}
+
+/// The line prefilters: a part of the needle ([`prefilter_part`]) in every case form, and
+/// the same or a JSON `\u` escape (for a document holding one: the two-byte escape would
+/// make every literal's fingerprint two bytes).
+fn prefilter(needle: &str) -> Result<(Regex, Regex), EngineError> {
+    let mut pat = String::new();
+    case_forms(&mut pat, prefilter_part(needle));
+    let plain = compile(&pat)?;
+    Ok((plain, compile(&format!("(?:{pat})|\\\\u"))?))
 }
 
 /// The text prefilter: any token of any term (a prefix as what it starts with), in every
@@ -229,13 +265,22 @@ fn any_token(query: &Query) -> Result<Regex, EngineError> {
 pub struct Searcher {
     query: Query,
     filters: Filters,
-    prefilter: Regex,
+    prefilter: (Regex, Regex),
     any_token: Regex,
+    counters: Option<std::sync::Arc<Vec<Counter>>>,
+    /// Whether the documents are whole sessions (then `on_branch` is told from them).
+    whole: bool,
+    limits: LineLimits,
 }
 
 /// The prefilters of the last queries: compiling them costs more than an indexed search
 /// of a few candidates, and agents repeat queries.
-type Compiled = (Query, Regex, Regex);
+type Compiled = (
+    Query,
+    (Regex, Regex),
+    Regex,
+    Option<std::sync::Arc<Vec<Counter>>>,
+);
 static RECENT: Mutex<Vec<(String, std::sync::Arc<Compiled>)>> = Mutex::new(Vec::new());
 const RECENT_MAX: usize = 32;
 
@@ -253,7 +298,17 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     let query = Query::parse(text)?;
     let pre = prefilter(query.needle())?;
     let any = any_token(&query)?;
-    let c = std::sync::Arc::new((query, pre, any));
+    let count = counters(
+        &query,
+        |tok| {
+            let mut pat = String::new();
+            case_forms(&mut pat, tok);
+            compile(&pat).ok()
+        },
+        prefilter_part,
+    )
+    .map(std::sync::Arc::new);
+    let c = std::sync::Arc::new((query, pre, any, count));
     let mut recent = RECENT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -340,7 +395,39 @@ impl Searcher {
             filters,
             prefilter: c.1.clone(),
             any_token: c.2.clone(),
+            counters: c.3.clone(),
+            whole: false,
+            limits: LineLimits {
+                max_line_bytes: crate::engine::jsonl::DEFAULT_MAX_LINE_BYTES,
+                max_id_bytes: crate::engine::types::MAX_ID_BYTES,
+            },
         })
+    }
+
+    /// Says the documents are whole sessions read with these line limits: hits then
+    /// carry `on_branch` when the lines tell it ([`super::branch`]).
+    #[must_use]
+    pub fn whole_documents(mut self, limits: LineLimits) -> Searcher {
+        self.whole = true;
+        self.limits = limits;
+        self
+    }
+
+    /// The score of an entry with `texts`, counted without tokenising: `Some(None)` when
+    /// it does not match, `None` when counting needs the tokeniser.
+    fn quick_score(&self, texts: &[String]) -> Option<Option<f64>> {
+        let counters = self.counters.as_deref()?;
+        let counts = count_terms(counters, texts)?;
+        let mut positive = Vec::with_capacity(counts.len());
+        for (t, c) in self.query.terms.iter().zip(counts) {
+            match (t.negated, c) {
+                (true, 0) => {}
+                (true, _) | (false, 0) => return Some(None),
+                (false, c) => positive.push(c),
+            }
+        }
+        let n: usize = texts.iter().map(String::len).sum();
+        Some(Some(score(&positive, n)))
     }
 
     /// The parsed query.
@@ -379,12 +466,22 @@ impl Searcher {
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
             return;
         }
+        // Ranked from counts alone when it can be; tokenised (for the snippet) only if
+        // kept. A duplicated id names its first line (the format's rule).
+        let quick = self.quick_score(&e.texts);
+        if let Some(q) = quick {
+            let Some(s) = q else { return };
+            if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
+                return;
+            }
+        }
         let might = |t: &str| self.any_token.is_match(t.as_bytes());
         let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
+            debug_assert!(quick.is_none(), "the counts and the tokeniser disagree");
             return;
         };
-        // A duplicated id names its first line (the format's rule).
-        if !seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id) {
+        debug_assert!(quick.is_none_or(|q| q == Some(m.score)));
+        if quick.is_none() && (!seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id)) {
             return;
         }
         let (snippet, marks) = snippet(&e.texts, &m);
@@ -399,6 +496,7 @@ impl Searcher {
             score: m.score,
             snippet,
             marks,
+            on_branch: None,
         });
     }
 
@@ -419,13 +517,15 @@ impl Searcher {
         };
         let mut seen = HashSet::new();
         let mut pos = nl + 1;
+        let prefilter = if memchr::memmem::find(&data[pos..], b"\\u").is_some() {
+            &self.prefilter.1
+        } else {
+            &self.prefilter.0
+        };
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
         while pos < data.len() {
-            let Some(m) = self
-                .prefilter
-                .search(&Input::new(data).span(pos..data.len()))
-            else {
+            let Some(m) = prefilter.search(&Input::new(data).span(pos..data.len())) else {
                 break;
             };
             let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
@@ -453,6 +553,13 @@ impl Searcher {
                 }
             } else {
                 self.line(doc, sid, text, &mut seen, best);
+            }
+        }
+        if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
+            if let Some(on) = branch_ids(&data[nl + 1..], self.limits) {
+                for h in best.hits.iter_mut().filter(|h| h.doc == doc) {
+                    h.on_branch = Some(on.contains(h.entry_id.as_bytes()));
+                }
             }
         }
     }
@@ -576,6 +683,55 @@ mod tests {
         assert!(ids("command", &d).is_empty());
         assert!(ids("a1", &d).is_empty());
         assert_eq!(ids("\"said café\"", &d), ["a1"]);
+    }
+
+    #[test]
+    fn counts_agree_with_the_tokeniser() {
+        let texts = [
+            "merge merged MERGE Merge emerge _merge_ merge: merge\nmerge x-merge-y",
+            "mergeé émerge 東京merge merge東京 merge🎉 İmerge",
+            "café Café CAFÉ cafés xcafé café.",
+            "ababa aba aba-aba abab",
+            "\u{212A}elvin kelvin KELVIN K k",
+            "SELECT … FOR UPDATE; for For fOr",
+            "",
+        ];
+        let queries = [
+            "merge",
+            "merge*",
+            "café",
+            "aba",
+            "aba*",
+            "-merge aba",
+            "kelvin",
+            "k",
+            "ka*",
+            "é",
+            "for",
+            "merge -café",
+            "merg*",
+        ];
+        let mut quick = 0;
+        for q in queries {
+            let searcher = Searcher::new(q, Filters::default()).unwrap();
+            for t in texts {
+                let owned = vec![t.to_owned(), "and merge".to_owned()];
+                let full = match_texts(searcher.query(), &owned, None).map(|m| m.score);
+                if let Some(fast) = searcher.quick_score(&owned) {
+                    quick += 1;
+                    assert_eq!(fast, full, "{q:?} in {t:?}");
+                }
+            }
+        }
+        assert!(quick > 40, "{quick}");
+    }
+
+    #[test]
+    fn the_prefilter_looks_for_a_rare_part() {
+        assert_eq!(prefilter_part("merge"), "rge");
+        assert_eq!(prefilter_part("ab"), "ab");
+        assert_eq!(prefilter_part("café"), "afé");
+        assert_eq!(prefilter_part("zygomorphic"), "zyg");
     }
 
     #[test]
