@@ -369,13 +369,19 @@ class SearchIndex:
         match = " AND ".join(parts)
         wanted = {m.path: m.id for m in rows if m.path is not None}
         files = {r[0]: r for r in reader.file_rows()}
+        # Counted first, in the full-text index alone (its row ids come in order): a
+        # common word goes to the scan without a join over its many lines.
+        (many,) = conn.execute(
+            "SELECT count(*) > ? FROM (SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?)",
+            (_MAX_CANDIDATES, match, _MAX_CANDIDATES + 1),
+        ).fetchone()
+        if many:
+            raise _Broken("too many candidates")
         found = conn.execute(
             "SELECT l.id, l.off, l.len FROM terms t JOIN lines l ON l.id = t.rowid "
-            "WHERE terms MATCH ? ORDER BY l.id LIMIT ?",
-            (match, _MAX_CANDIDATES + 1),
+            "WHERE terms MATCH ? ORDER BY l.id",
+            (match,),
         ).fetchall()
-        if len(found) > _MAX_CANDIDATES:
-            raise _Broken("too many candidates")
         by_file: dict[int, list[tuple[int, int]]] = {}
         for rowid, off, n in found:
             by_file.setdefault(rowid >> _ROW_BITS, []).append((off, n))
