@@ -537,7 +537,7 @@ impl Searcher {
             let raw = data[start..end]
                 .strip_suffix(b"\r")
                 .unwrap_or(&data[start..end]);
-            let Ok(text) = std::str::from_utf8(raw) else {
+            let Ok(text) = simdutf8::basic::from_utf8(raw) else {
                 continue;
             };
             if dialect.is_pi() {
@@ -806,7 +806,7 @@ pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> 
         let raw = data[pos..end]
             .strip_suffix(b"\r")
             .unwrap_or(&data[pos..end]);
-        if let Ok(text) = std::str::from_utf8(raw) {
+        if let Ok(text) = simdutf8::basic::from_utf8(raw) {
             let native = if dialect.is_pi() {
                 entry_to_native(text, dialect, None).ok()
             } else {
