@@ -234,13 +234,27 @@ pub fn prefilter_part(needle: &str) -> &str {
 }
 
 /// The line prefilters: a part of the needle ([`prefilter_part`]) in every case form, and
-/// the same or a JSON `\u` escape (for a document holding one: the two-byte escape would
-/// make every literal's fingerprint two bytes).
-fn prefilter(needle: &str) -> Result<(Regex, Regex), EngineError> {
+/// the same or a JSON `\u` escape. The second alone serves when the part starts with two
+/// rare characters; else a document is first searched for a `\u` and, holding none,
+/// searched with the first: the two-byte escape makes every literal's fingerprint two
+/// bytes, and two common characters (`rg` of `merge`) raise many false alarms.
+#[derive(Debug)]
+struct Prefilter {
+    plain: Regex,
+    or_escape: Regex,
+    rare: bool,
+}
+
+fn prefilter(needle: &str) -> Result<Prefilter, EngineError> {
+    let part = prefilter_part(needle);
     let mut pat = String::new();
-    case_forms(&mut pat, prefilter_part(needle));
-    let plain = compile(&pat)?;
-    Ok((plain, compile(&format!("(?:{pat})|\\\\u"))?))
+    case_forms(&mut pat, part);
+    let lead: usize = part.chars().take(2).map(rarity).sum();
+    Ok(Prefilter {
+        plain: compile(&pat)?,
+        or_escape: compile(&format!("(?:{pat})|\\\\u"))?,
+        rare: lead >= 36,
+    })
 }
 
 /// The text prefilter: any token of any term (a prefix as what it starts with), in every
@@ -265,7 +279,7 @@ fn any_token(query: &Query) -> Result<Regex, EngineError> {
 pub struct Searcher {
     query: Query,
     filters: Filters,
-    prefilter: (Regex, Regex),
+    prefilter: std::sync::Arc<Prefilter>,
     any_token: Regex,
     counters: Option<std::sync::Arc<Vec<Counter>>>,
     /// Whether the documents are whole sessions (then `on_branch` is told from them).
@@ -277,7 +291,7 @@ pub struct Searcher {
 /// of a few candidates, and agents repeat queries.
 type Compiled = (
     Query,
-    (Regex, Regex),
+    std::sync::Arc<Prefilter>,
     Regex,
     Option<std::sync::Arc<Vec<Counter>>>,
 );
@@ -296,7 +310,7 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     }
     drop(recent);
     let query = Query::parse(text)?;
-    let pre = prefilter(query.needle())?;
+    let pre = std::sync::Arc::new(prefilter(query.needle())?);
     let any = any_token(&query)?;
     let count = counters(
         &query,
@@ -517,10 +531,11 @@ impl Searcher {
         };
         let mut seen = HashSet::new();
         let mut pos = nl + 1;
-        let prefilter = if memchr::memmem::find(&data[pos..], b"\\u").is_some() {
-            &self.prefilter.1
+        let pre = &*self.prefilter;
+        let prefilter = if pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some() {
+            &pre.or_escape
         } else {
-            &self.prefilter.0
+            &pre.plain
         };
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
