@@ -166,8 +166,10 @@ type ExtractTuple = (u64, Vec<u8>, bool, Vec<(u64, u64, String)>);
 /// role, texts)`, or `None` for a line that is not an entry.
 #[pyfunction]
 fn search_entry_texts(line: &str) -> Option<EntryTexts> {
-    crate::engine::search::entry::entry_text(line)
-        .map(|e| (e.entry_type, e.id, e.timestamp, e.role, e.texts))
+    crate::engine::search::entry::entry_text(line).map(|e| {
+        let texts = e.texts.into_iter().map(|t| t.into_owned()).collect();
+        (e.entry_type, e.id, e.timestamp, e.role, texts)
+    })
 }
 
 /// What the search index stores of file `path` from byte `start`: `(end offset, header

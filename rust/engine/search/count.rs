@@ -132,7 +132,10 @@ impl Counter {
 }
 
 /// The per-term counts over `texts` (summed), or `None` when one needs the tokeniser.
-pub fn count_terms(counters: &[Counter], texts: &[String]) -> Option<Vec<usize>> {
+pub fn count_terms(
+    counters: &[Counter],
+    texts: &[std::borrow::Cow<'_, str>],
+) -> Option<Vec<usize>> {
     let mut out = vec![0usize; counters.len()];
     for t in texts {
         for (c, o) in counters.iter().zip(out.iter_mut()) {

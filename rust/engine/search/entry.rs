@@ -18,7 +18,7 @@ use super::tokens::{tokenize, Tokens};
 
 /// The searchable facts of one entry line.
 #[derive(Debug)]
-pub struct EntryText {
+pub struct EntryText<'a> {
     /// The entry's `type`.
     pub entry_type: String,
     /// Its `id`.
@@ -27,8 +27,9 @@ pub struct EntryText {
     pub timestamp: String,
     /// The message's role, for a `message` entry.
     pub role: Option<String>,
-    /// The searched texts, in the entry's order.
-    pub texts: Vec<String>,
+    /// The searched texts, in the entry's order (borrowed from the line where they hold
+    /// no escape).
+    pub texts: Vec<Cow<'a, str>>,
 }
 
 /// A JSON value left unread until needed: only the searched fields are ever decoded,
@@ -98,25 +99,23 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 type Text<'a> = Option<Str<'a>>;
 
 /// A value's text: a JSON string's, decoded; `None` for any other value.
-trait AsText {
-    fn text(self) -> Option<String>;
+trait AsText<'a> {
+    fn text(self) -> Option<Cow<'a, str>>;
 }
 
-impl AsText for Raw<'_> {
-    fn text(self) -> Option<String> {
+impl<'a> AsText<'a> for Raw<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
         let raw = self?.get();
         if !raw.starts_with('"') {
             return None;
         }
-        serde_json::from_str::<Cow<'_, str>>(raw)
-            .ok()
-            .map(Cow::into_owned)
+        serde_json::from_str::<Cow<'a, str>>(raw).ok()
     }
 }
 
-impl AsText for Text<'_> {
-    fn text(self) -> Option<String> {
-        self?.0.map(Cow::into_owned)
+impl<'a> AsText<'a> for Text<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        self?.0
     }
 }
 
@@ -201,23 +200,23 @@ struct Fields<'a> {
 }
 
 /// The string a value holds (`None` for any other JSON value).
-fn string(v: impl AsText) -> Option<String> {
-    v.text()
+fn string<'a>(v: impl AsText<'a>) -> Option<String> {
+    v.text().map(Cow::into_owned)
 }
 
-fn push_str(out: &mut Vec<String>, v: impl AsText) {
-    if let Some(s) = string(v) {
+fn push_str<'a>(out: &mut Vec<Cow<'a, str>>, v: impl AsText<'a>) {
+    if let Some(s) = v.text() {
         out.push(s);
     }
 }
 
 /// Every string and number inside a JSON value (a tool call's arguments), never its keys.
-fn push_scalars(out: &mut Vec<String>, v: &Value) {
+fn push_scalars(out: &mut Vec<Cow<'_, str>>, v: &Value) {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Number(n) => out.push(n.to_string()),
+            Value::String(s) => out.push(Cow::Owned(s.clone())),
+            Value::Number(n) => out.push(Cow::Owned(n.to_string())),
             Value::Array(a) => stack.extend(a.iter().rev()),
             Value::Object(o) => stack.extend(o.values().rev()),
             Value::Bool(_) | Value::Null => {}
@@ -275,7 +274,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Block<'a> {
 }
 
 /// A message's (or custom message's) `content`: a string or a list of blocks.
-fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
+fn push_content<'a>(out: &mut Vec<Cow<'a, str>>, content: Raw<'a>) {
     let Some(raw) = content else { return };
     if raw.get().starts_with('"') {
         push_str(out, content);
@@ -313,7 +312,7 @@ fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
 
 /// Reads the searchable facts of an entry line in sessiontree's dialect; `None` for a line
 /// that is not an entry object with an `id`.
-pub fn entry_text(line: &str) -> Option<EntryText> {
+pub fn entry_text(line: &str) -> Option<EntryText<'_>> {
     let f = match serde_json::from_str::<LineWithMessage<'_>>(line) {
         Ok(f) => f,
         Err(_) => {
@@ -414,7 +413,7 @@ pub fn score(counts: &[usize], n_bytes: usize) -> f64 {
 /// (a literal prefilter): such a text is not tokenised.
 pub fn match_texts(
     query: &Query,
-    texts: &[String],
+    texts: &[Cow<'_, str>],
     might: Option<&dyn Fn(&str) -> bool>,
 ) -> Option<Matched> {
     let tokens: Vec<Tokens> = texts
@@ -446,7 +445,7 @@ pub fn match_texts(
             counts.push(c);
         }
     }
-    let n: usize = texts.iter().map(String::len).sum();
+    let n: usize = texts.iter().map(|t| t.len()).sum();
     Some(Matched {
         score: score(&counts, n),
         tokens,
@@ -465,7 +464,7 @@ pub const MARK: &str = "**";
 /// white space and control characters folded to one space, `…` where cut, every match
 /// in it between [`MARK`]s. Returns it with the (start, end) character offsets of the
 /// marked text (between the marks).
-pub fn snippet(texts: &[String], m: &Matched) -> (String, Vec<(usize, usize)>) {
+pub fn snippet(texts: &[Cow<'_, str>], m: &Matched) -> (String, Vec<(usize, usize)>) {
     let Some(&(field, first, _)) = m.matches.iter().min() else {
         return (String::new(), Vec::new());
     };
@@ -556,7 +555,7 @@ mod tests {
 
     fn hit(q: &str, texts: &[&str]) -> Option<(String, Vec<(usize, usize)>)> {
         let query = Query::parse(q).unwrap();
-        let texts: Vec<String> = texts.iter().map(|s| (*s).to_owned()).collect();
+        let texts: Vec<Cow<'_, str>> = texts.iter().map(|s| Cow::Borrowed(*s)).collect();
         match_texts(&query, &texts, None).map(|m| snippet(&texts, &m))
     }
 
@@ -579,7 +578,7 @@ mod tests {
     }
 
     fn texts(line: &str) -> Option<Vec<String>> {
-        entry_text(line).map(|e| e.texts)
+        entry_text(line).map(|e| e.texts.into_iter().map(Cow::into_owned).collect())
     }
 
     #[test]

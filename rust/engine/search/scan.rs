@@ -429,7 +429,7 @@ impl Searcher {
 
     /// The score of an entry with `texts`, counted without tokenising: `Some(None)` when
     /// it does not match, `None` when counting needs the tokeniser.
-    fn quick_score(&self, texts: &[String]) -> Option<Option<f64>> {
+    fn quick_score(&self, texts: &[std::borrow::Cow<'_, str>]) -> Option<Option<f64>> {
         let counters = self.counters.as_deref()?;
         let counts = count_terms(counters, texts)?;
         let mut positive = Vec::with_capacity(counts.len());
@@ -440,7 +440,7 @@ impl Searcher {
                 (false, c) => positive.push(c),
             }
         }
-        let n: usize = texts.iter().map(String::len).sum();
+        let n: usize = texts.iter().map(|t| t.len()).sum();
         Some(Some(score(&positive, n)))
     }
 
@@ -730,7 +730,7 @@ mod tests {
         for q in queries {
             let searcher = Searcher::new(q, Filters::default()).unwrap();
             for t in texts {
-                let owned = vec![t.to_owned(), "and merge".to_owned()];
+                let owned = vec![std::borrow::Cow::Borrowed(t), "and merge".into()];
                 let full = match_texts(searcher.query(), &owned, None).map(|m| m.score);
                 if let Some(fast) = searcher.quick_score(&owned) {
                     quick += 1;
