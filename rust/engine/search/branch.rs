@@ -41,10 +41,10 @@ fn plain_string(line: &[u8], at: usize) -> Option<(&[u8], usize)> {
     Some((s, at + len + 2))
 }
 
-/// The start of an entry line: its type, id and parent id.
-type Head<'a> = (&'a [u8], &'a [u8], Option<&'a [u8]>);
+/// The start of an entry line: its type, id and parent id, and where the rest starts.
+type Head<'a> = (&'a [u8], &'a [u8], Option<&'a [u8]>, usize);
 
-/// `(type, id, parent id)` from the start of an entry line.
+/// `(type, id, parent id, offset past it)` from the start of an entry line.
 fn head(line: &[u8]) -> Option<Head<'_>> {
     let rest = line.strip_prefix(b"{\"type\":")?;
     let at = line.len() - rest.len();
@@ -55,12 +55,24 @@ fn head(line: &[u8]) -> Option<Head<'_>> {
         + line[at..]
             .strip_prefix(b",\"parent_id\":".as_slice())
             .map(|_| 13)?;
-    let parent = if line[at..].starts_with(b"null") {
-        None
+    let (parent, at) = if line[at..].starts_with(b"null") {
+        (None, at + 4)
     } else {
-        Some(plain_string(line, at)?.0)
+        let (p, at) = plain_string(line, at)?;
+        (Some(p), at)
     };
-    Some((ty, id, parent))
+    Some((ty, id, parent, at))
+}
+
+/// The `timestamp` an entry line starts with, after its type, id and parent id (the
+/// order this library writes), when it is a string without escapes.
+pub fn head_timestamp(line: &[u8]) -> Option<&str> {
+    let (_, _, _, at) = head(line)?;
+    let at = at
+        + line[at..]
+            .strip_prefix(b",\"timestamp\":".as_slice())
+            .map(|_| 13)?;
+    std::str::from_utf8(plain_string(line, at)?.0).ok()
 }
 
 #[derive(Deserialize)]
@@ -90,7 +102,7 @@ pub fn branch_ids(body: &[u8], limits: LineLimits) -> Option<HashSet<&[u8], Rand
         if line.len() > limits.max_line_bytes || !line.ends_with(b"}") {
             return None;
         }
-        let (ty, id, up) = head(line)?;
+        let (ty, id, up, _) = head(line)?;
         if id.is_empty() || id.len() > limits.max_id_bytes || parent.contains_key(id) {
             return None;
         }
@@ -210,6 +222,15 @@ mod tests {
         assert_eq!(ids(body).unwrap(), ["a", "c"]);
         let back = "{\"type\":\"message\",\"id\":\"a\",\"parent_id\":null}\n{\"type\":\"leaf\",\"id\":\"l\",\"parent_id\":\"a\",\"target_id\":null}\n";
         assert_eq!(ids(back).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn reads_the_time_at_the_start() {
+        let line = br#"{"type":"message","id":"a","parent_id":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"timestamp":"x"}}"#;
+        assert_eq!(head_timestamp(line), Some("2026-01-01T00:00:00.000Z"));
+        let later =
+            br#"{"type":"message","id":"a","parent_id":"p","message":{},"timestamp":"2026"}"#;
+        assert_eq!(head_timestamp(later), None);
     }
 
     #[test]

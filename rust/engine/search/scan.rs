@@ -24,7 +24,7 @@ use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
-use super::branch::{branch_ids, LineLimits};
+use super::branch::{branch_ids, head_timestamp, LineLimits};
 use super::count::{count_terms, counters, Counter};
 use super::entry::{entry_text, match_texts, score, snippet};
 use super::query::Query;
@@ -274,6 +274,24 @@ fn any_token(query: &Query) -> Result<Regex, EngineError> {
     compile(&pat)
 }
 
+/// The order documents are read in: as given, or for `Newest` the most recently modified
+/// files first, so the newest hits are found early and older entries are skipped sooner
+/// (the answers do not depend on it).
+fn visiting_order(docs: &[Doc], order: Order) -> Vec<usize> {
+    let mut visit: Vec<usize> = (0..docs.len()).collect();
+    if order == Order::Newest {
+        let modified: Vec<Option<std::time::SystemTime>> = docs
+            .iter()
+            .map(|d| match &d.source {
+                Source::Path(p) => std::fs::metadata(p).and_then(|m| m.modified()).ok(),
+                Source::Bytes(_) => None,
+            })
+            .collect();
+        visit.sort_by(|&a, &b| modified[b].cmp(&modified[a]));
+    }
+    visit
+}
+
 /// A query ready to run over documents.
 #[derive(Debug)]
 pub struct Searcher {
@@ -475,6 +493,18 @@ impl Searcher {
 
     /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
     fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+        // Newest first: an entry older than the worst kept hit is not read further (its
+        // time read from the start of the line, where this library writes it).
+        if best.order == Order::Newest {
+            if let Some(bar) = best.bar.as_ref().and_then(|b| b.1) {
+                if head_timestamp(line.as_bytes())
+                    .and_then(parse_ms)
+                    .is_some_and(|t| t < bar)
+                {
+                    return;
+                }
+            }
+        }
         let Some(e) = entry_text(line) else { return };
         let ts = parse_ms(&e.timestamp);
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
@@ -605,6 +635,7 @@ impl Searcher {
         let next = AtomicUsize::new(0);
         let results = Mutex::new(Vec::new());
         let threads = threads.clamp(1, docs.len().max(1));
+        let visit = visiting_order(docs, order);
         if threads == 1 {
             // No thread to start for one document (an indexed search's few candidates).
             let mut best = Best {
@@ -614,8 +645,8 @@ impl Searcher {
                 bar: None,
             };
             let mut buf = Vec::new();
-            for (i, doc) in docs.iter().enumerate() {
-                self.load(i, doc, &mut buf, &mut best);
+            for &i in &visit {
+                self.load(i, &docs[i], &mut buf, &mut best);
             }
             let mut hits = best.hits;
             sort_hits(order, &mut hits);
@@ -635,9 +666,9 @@ impl Searcher {
                     };
                     let mut buf = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(doc) = docs.get(i) else { break };
-                        self.load(i, doc, &mut buf, &mut best);
+                        let k = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(&i) = visit.get(k) else { break };
+                        self.load(i, &docs[i], &mut buf, &mut best);
                     }
                     if let Some(l) = limit {
                         best.trim(l);
