@@ -207,3 +207,24 @@ def test_on_branch_equals_the_readers_branch(kind: str, tmp_path: Path) -> None:
         repo.build_search_index()
         indexed = repo.search("number", limit=10_000)
         assert {h.entry_id for h in indexed if h.on_branch} == {h.entry_id for h in indexed} & on
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "memory"])
+def test_newest_first_is_the_newest_of_all_hits(kind: str, tmp_path: Path) -> None:
+    # The scan skips entries older than the worst hit it keeps: the answer must be the
+    # newest of every hit, ties broken by session then entry id.
+    repo: st.SessionRepo = (
+        st.JsonlSessionRepo(tmp_path / "r") if kind == "jsonl" else st.InMemorySessionRepo()
+    )
+    for seed in range(6):
+        _branch_tree(repo, seed)
+    every = repo.search("common", limit=10_000)
+    assert len(every) > 300
+
+    def key(h: st.SearchHit) -> tuple[float, str, str]:
+        assert h.timestamp is not None
+        return (-h.timestamp.timestamp(), h.session_id, h.entry_id)
+
+    for limit in (1, 20, 50):
+        newest = repo.search("common", order="newest", limit=limit)
+        assert [h.entry_id for h in newest] == [h.entry_id for h in sorted(every, key=key)][:limit]
