@@ -1,12 +1,15 @@
 //! The scan: every session document read in parallel, lines found by a byte-level
 //! prefilter, only those lines decoded and matched.
 //!
-//! The prefilter looks for the query's longest token in the raw bytes, in every case form
-//! that lowercases to it (one `regex-automata` literal search, as ripgrep does), or for a
-//! JSON `\u` escape (a token written with escapes is not in the bytes as written). A
-//! token of decoded text is otherwise in its line's bytes as is: JSON escapes only quotes,
-//! backslashes and control characters, none of them token characters. So the lines the
-//! prefilter skips cannot match, and the answers equal a full decode of every line.
+//! The prefilter looks for a part of the query's longest token ([`prefilter_part`]) in
+//! the raw bytes, in every case form that lowercases to it (one `regex-automata` literal
+//! search, as ripgrep does), or for a JSON `\u` escape (a token written with escapes is
+//! not in the bytes as written). A token of decoded text is otherwise in its line's bytes
+//! as is: JSON escapes only quotes, backslashes and control characters, none of them
+//! token characters. So the lines the prefilter skips cannot match, and the answers equal
+//! a full decode of every line. Matching lines are ranked from counts ([`super::count`])
+//! and tokenised only when kept; hits of whole documents get `on_branch` from the lines
+//! ([`super::branch`]).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
