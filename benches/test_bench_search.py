@@ -10,8 +10,10 @@ installed.
 
 Record correctness beside speed: the entries found (sessiontree, the default ``limit`` of
 50, best first; rg counts every matching line, keys and ids included) are printed; the
-scan and the index must give the same hits.
-The figures go in ``RESULTS.md`` (the search section) by hand.
+scan and the index must give the same hits. Each query runs in both orders (relevance,
+the default, and ``order="newest"``). The floors of issue 29 are printed beside the
+ratios: the scan at least half of rg's speed, a query with the index at least 20x faster
+than rg. The figures go in ``RESULTS.md`` (the search section) by hand.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ _ENTRIES_PER_SESSION = 1000
 _QUERIES = (
     # (query for sessiontree, literal for rg)
     ("zygomorphic", "zygomorphic"),  # planted once: the needle in the haystack
-    ("merge", "merge"),  # a common word of the generated prose
-    ("café", "café"),  # a non-ASCII one
+    ("merge", "merge"),  # a common word of the generated prose (40 % of the entries)
+    ("café", "café"),  # a non-ASCII one, as common
 )
+_SCAN_FLOOR = 0.5  # the scan: at least half of rg's speed
+_INDEX_FLOOR = 20.0  # with the index: at least 20x faster than rg
 
 
 def _best(fn: Callable[[], Any], rounds: int) -> tuple[float, Any]:
@@ -82,6 +86,7 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
     shutil.rmtree(index_dir, ignore_errors=True)
     rows = []
     scan_ids: dict[str, list[str]] = {}
+    newest: dict[str, tuple[float, list[str]]] = {}
     for query, literal in _QUERIES:
         repo = st.JsonlSessionRepo(search_repo)
 
@@ -98,6 +103,8 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
         scan_t, scan_hits = _best(lambda q=query, r=repo: r.search(q), rounds)
         rows.append((query, rg_t, rg_lines, scan_t, len(scan_hits)))
         scan_ids[query] = [h.entry_id for h in scan_hits]
+        new_t, new_hits = _best(lambda q=query, r=repo: r.search(q, order="newest"), rounds)
+        newest[query] = (new_t, [h.entry_id for h in new_hits])
     build_t, _ = _best(
         lambda: (
             shutil.rmtree(index_dir, ignore_errors=True),
@@ -115,9 +122,16 @@ def test_search_against_ripgrep(search_repo: Path, bench: Bench) -> None:
         idx_t, idx_hits = _best(lambda q=query, r=repo: r.search(q), rounds)
         assert len(idx_hits) == n_scan, (query, len(idx_hits), n_scan)
         assert [h.entry_id for h in idx_hits] == scan_ids[query]
+        idx_new_t, idx_new = _best(lambda q=query, r=repo: r.search(q, order="newest"), rounds)
+        assert [h.entry_id for h in idx_new] == newest[query][1]
+        scan_new_t = newest[query][0]
         print(
             f"{query!r}: rg -i -F {rg_t * 1e3:,.1f} ms ({rg_lines} lines) | scan "
-            f"{scan_t * 1e3:,.1f} ms ({n_scan} entries, {rg_t / scan_t:.2f}x rg) | index "
-            f"{idx_t * 1e3:,.1f} ms ({rg_t / idx_t:,.1f}x faster than rg)"
+            f"{scan_t * 1e3:,.1f} ms ({n_scan} entries, {rg_t / scan_t:.2f}x rg's speed, "
+            f"floor {_SCAN_FLOOR}x: {'met' if rg_t / scan_t >= _SCAN_FLOOR else 'NOT met'}) | "
+            f"index {idx_t * 1e3:,.2f} ms ({rg_t / idx_t:,.1f}x faster than rg, floor "
+            f"{_INDEX_FLOOR:.0f}x: {'met' if rg_t / idx_t >= _INDEX_FLOOR else 'NOT met'}) | "
+            f"newest: scan {scan_new_t * 1e3:,.1f} ms ({rg_t / scan_new_t:.2f}x), index "
+            f"{idx_new_t * 1e3:,.2f} ms ({rg_t / idx_new_t:.2f}x)"
         )
     assert rows[0][4] == 1, "the planted needle is found once"

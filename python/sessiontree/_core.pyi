@@ -31,6 +31,7 @@ __all__ = [
     "json_loads",
     "pi_name",
     "reparent_line",
+    "search_branch_members",
     "search_documents",
     "search_entry_texts",
     "search_extract",
@@ -312,10 +313,26 @@ def search_documents(
     newest: bool = False,
     limit: int | None = None,
     threads: int = 0,
-) -> list[tuple[int, str, str, str, str | None, str, float, str, list[tuple[int, int]]]]:
-    """The best ``limit`` hits of ``query`` in whole session documents ``(session id,
-    path or bytes)``: ``(document, session id, entry id, type, role, timestamp, score,
-    snippet, marks)``, best first."""
+    whole: bool = False,
+    max_line_bytes: int | None = None,
+    max_id_bytes: int | None = None,
+) -> list[
+    tuple[int, str, str, str, str | None, str, float, str, list[tuple[int, int]], bool | None]
+]:
+    """The best ``limit`` hits of ``query`` in session documents ``(session id, path or
+    bytes)`` (header first; every line when ``whole``): ``(document, session id, entry
+    id, type, role, timestamp, score, snippet, marks, on_branch)``, best first;
+    ``on_branch`` is ``None`` unless ``whole`` and the lines tell it."""
+
+def search_branch_members(
+    files: list[tuple[str, list[str]]],
+    *,
+    max_line_bytes: int | None = None,
+    max_id_bytes: int | None = None,
+    threads: int = 0,
+) -> list[list[bool] | None]:
+    """For each ``(session file, entry ids)``: whether each entry is on the file's current
+    branch, told from its lines (``None`` where they do not tell: ask the reader)."""
 
 def search_entry_texts(
     line: str,

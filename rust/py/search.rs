@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::engine::jsonl::DEFAULT_MAX_LINE_BYTES;
+use crate::engine::search::branch::LineLimits;
 use crate::engine::search::{Doc, Filters, Order, Query, Searcher, Source};
+use crate::engine::types::MAX_ID_BYTES;
 
 use super::to_py_err;
 
@@ -28,7 +31,7 @@ fn search_terms(py: Python<'_>, query: &str) -> PyResult<Vec<(Vec<String>, bool,
 }
 
 /// One hit: (document index, session id, entry id, entry type, role, timestamp, score,
-/// snippet, marks).
+/// snippet, marks, on its current branch (`None`: the scan could not tell)).
 type HitTuple = (
     usize,
     String,
@@ -39,12 +42,16 @@ type HitTuple = (
     f64,
     String,
     Vec<(usize, usize)>,
+    Option<bool>,
 );
 
-/// Searches session documents: `sources` are `(session id, path or bytes)`, each a whole
-/// session (header first). Returns the best `limit` hits (all with `None`), best first.
+/// Searches session documents: `sources` are `(session id, path or bytes)`, each a
+/// session's header then its lines (all of them when `whole`: then a hit says whether it
+/// is on its current branch when the lines tell it, read with the reader's limits
+/// `max_line_bytes` and `max_id_bytes`). Returns the best `limit` hits (all with `None`), best
+/// first.
 #[pyfunction]
-#[pyo3(signature = (query, sources, *, roles=None, types=None, since_ms=None, until_ms=None, newest=false, limit=None, threads=0))]
+#[pyo3(signature = (query, sources, *, roles=None, types=None, since_ms=None, until_ms=None, newest=false, limit=None, threads=0, whole=false, max_line_bytes=None, max_id_bytes=None))]
 #[allow(clippy::too_many_arguments)]
 fn search_documents(
     py: Python<'_>,
@@ -57,6 +64,9 @@ fn search_documents(
     newest: bool,
     limit: Option<usize>,
     threads: usize,
+    whole: bool,
+    max_line_bytes: Option<usize>,
+    max_id_bytes: Option<usize>,
 ) -> PyResult<Vec<HitTuple>> {
     let filters = Filters {
         roles,
@@ -64,7 +74,10 @@ fn search_documents(
         since_ms,
         until_ms,
     };
-    let searcher = Searcher::new(query, filters).map_err(|e| to_py_err(py, e))?;
+    let mut searcher = Searcher::new(query, filters).map_err(|e| to_py_err(py, e))?;
+    if whole {
+        searcher = searcher.whole_documents(line_limits(max_line_bytes, max_id_bytes));
+    }
     let mut docs = Vec::with_capacity(sources.len());
     for (session_id, src) in sources {
         let source = if let Ok(b) = src.cast::<PyBytes>() {
@@ -98,9 +111,38 @@ fn search_documents(
                 h.score,
                 h.snippet,
                 h.marks,
+                h.on_branch,
             )
         })
         .collect())
+}
+
+/// Which of the given entry ids are on their session file's current branch, for each
+/// `(path, ids)`, read from the file's lines with the reader's limits (`None` where the
+/// lines do not tell: the caller asks the reader).
+#[pyfunction]
+#[pyo3(signature = (files, *, max_line_bytes=None, max_id_bytes=None, threads=0))]
+fn search_branch_members(
+    py: Python<'_>,
+    files: Vec<(PathBuf, Vec<String>)>,
+    max_line_bytes: Option<usize>,
+    max_id_bytes: Option<usize>,
+    threads: usize,
+) -> Vec<Option<Vec<bool>>> {
+    let limits = line_limits(max_line_bytes, max_id_bytes);
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+    } else {
+        threads
+    };
+    py.detach(|| crate::engine::search::branch::files_members(&files, limits, threads))
+}
+
+fn line_limits(max_line_bytes: Option<usize>, max_id_bytes: Option<usize>) -> LineLimits {
+    LineLimits {
+        max_line_bytes: max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
+        max_id_bytes: max_id_bytes.unwrap_or(MAX_ID_BYTES),
+    }
 }
 
 /// Adds the search functions to `_core`.
@@ -111,6 +153,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_entry_texts, m)?)?;
     m.add_function(wrap_pyfunction!(search_extract, m)?)?;
     m.add_function(wrap_pyfunction!(search_line_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(search_branch_members, m)?)?;
     Ok(())
 }
 
@@ -123,8 +166,10 @@ type ExtractTuple = (u64, Vec<u8>, bool, Vec<(u64, u64, String)>);
 /// role, texts)`, or `None` for a line that is not an entry.
 #[pyfunction]
 fn search_entry_texts(line: &str) -> Option<EntryTexts> {
-    crate::engine::search::entry::entry_text(line)
-        .map(|e| (e.entry_type, e.id, e.timestamp, e.role, e.texts))
+    crate::engine::search::entry::entry_text(line).map(|e| {
+        let texts = e.texts.into_iter().map(|t| t.into_owned()).collect();
+        (e.entry_type, e.id, e.timestamp, e.role, texts)
+    })
 }
 
 /// What the search index stores of file `path` from byte `start`: `(end offset, header

@@ -4,6 +4,7 @@ from all of them, hostile queries, and the engine's tokeniser through the bindin
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,66 @@ def test_search_hit_is_a_frozen_value(small_repo: st.SessionRepo) -> None:
     assert hit == small_repo.search("qwertyuiop")[0]
     data = hit.to_json()
     assert data["timestamp"].endswith("Z") and data["snippet"] == hit.snippet
+
+
+def _branch_tree(repo: st.SessionRepo, seed: int) -> str:
+    """A session of common words on many branches: moves back, labels, a leaf moved to
+    nothing and back."""
+    rng = random.Random(seed)
+    with repo.create(cwd="/w") as s:
+        ids: list[str] = []
+        for i in range(60):
+            roll = rng.random()
+            if ids and roll < 0.2:
+                s.move_to(rng.choice(ids))
+            elif ids and roll < 0.25:
+                s.append_label(rng.choice(ids), f"common label {i}")
+            elif roll < 0.27:
+                s.move_to(None)
+            ids.append(s.append_message(st.UserMessage(f"common word number {i} " * (1 + i % 3))))
+        return s.id
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "memory"])
+def test_on_branch_equals_the_readers_branch(kind: str, tmp_path: Path) -> None:
+    # The scan tells a hit's branch from the lines it read; the reader's path from the
+    # leaf is the reference. With and without the index (which asks the files again).
+    repo: st.SessionRepo = (
+        st.JsonlSessionRepo(tmp_path / "r") if kind == "jsonl" else st.InMemorySessionRepo()
+    )
+    sids = [_branch_tree(repo, seed) for seed in range(6)]
+    on: set[str] = set()
+    for sid in sids:
+        with repo.open(sid) as s:
+            on |= {e.id for e in s.storage.get_path_to_root(s.get_leaf_id())}
+    hits = repo.search("common", limit=10_000)
+    assert len(hits) > 300
+    assert {h.entry_id for h in hits if h.on_branch} == {h.entry_id for h in hits} & on
+    assert any(not h.on_branch for h in hits) and any(h.on_branch for h in hits)
+    only = repo.search("common", limit=10_000, branch_only=True)
+    assert {h.entry_id for h in only} == {h.entry_id for h in hits} & on
+    if isinstance(repo, st.JsonlSessionRepo):
+        repo.build_search_index()
+        indexed = repo.search("number", limit=10_000)
+        assert {h.entry_id for h in indexed if h.on_branch} == {h.entry_id for h in indexed} & on
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "memory"])
+def test_newest_first_is_the_newest_of_all_hits(kind: str, tmp_path: Path) -> None:
+    # The scan skips entries older than the worst hit it keeps: the answer must be the
+    # newest of every hit, ties broken by session then entry id.
+    repo: st.SessionRepo = (
+        st.JsonlSessionRepo(tmp_path / "r") if kind == "jsonl" else st.InMemorySessionRepo()
+    )
+    for seed in range(6):
+        _branch_tree(repo, seed)
+    every = repo.search("common", limit=10_000)
+    assert len(every) > 300
+
+    def key(h: st.SearchHit) -> tuple[float, str, str]:
+        assert h.timestamp is not None
+        return (-h.timestamp.timestamp(), h.session_id, h.entry_id)
+
+    for limit in (1, 20, 50):
+        newest = repo.search("common", order="newest", limit=limit)
+        assert [h.entry_id for h in newest] == [h.entry_id for h in sorted(every, key=key)][:limit]

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final, Literal
 
+from .. import _core
 from .._util import fspath_arg, uuid7
 from ..errors import SessionError
 from ..model.entries import SessionHeader, SessionTreeEntry
@@ -395,9 +396,27 @@ class JsonlSessionRepo(SessionRepo):
             finally:
                 storage.close()
 
+        limits = self._limits
+
+        def branches(wanted: dict[str, builtins.list[str]]) -> dict[str, set[str]]:
+            # Told from the files' lines by the engine (a reader's open where they do not).
+            told = _core.search_branch_members(
+                [(str(paths[sid]), ids) for sid, ids in wanted.items()],
+                max_line_bytes=None if limits is None else limits.max_line_bytes,
+                max_id_bytes=None if limits is None else limits.max_id_bytes,
+            )
+            return {
+                sid: {i for i, on in zip(ids, flags, strict=True) if on}
+                for (sid, ids), flags in zip(wanted.items(), told, strict=True)
+                if flags is not None
+            }
+
+        threads = os.cpu_count() or 1
         if sources is None:
+            # Whole files: the engine tells the branch of their hits from the lines.
             sources = builtins.list(paths.items())
-        return plan.scan(sources, branch_of)
+            return plan.scan(sources, branch_of, whole=True, limits=self._limits, threads=threads)
+        return plan.scan(sources, branch_of, threads=threads, branches=branches)
 
     def build_search_index(self) -> None:
         """Builds (or brings up to date) the search index beside the sessions, in

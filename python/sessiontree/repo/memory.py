@@ -159,7 +159,7 @@ class InMemorySessionRepo(SessionRepo):
         with self._lock:
             storages = {sid: r.storage for sid, r in self._sessions.items() if sid in wanted}
             sources = [(sid, st.to_jsonl()) for sid, st in storages.items()]
-        return plan.scan(sources, lambda sid, ids: branch_members(storages[sid], ids))
+        return plan.scan(sources, lambda sid, ids: branch_members(storages[sid], ids), whole=True)
 
     def __len__(self) -> int:
         return len(self._sessions)

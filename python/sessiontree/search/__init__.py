@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from typing import Any, Final, Literal, TypeAlias
 
@@ -143,10 +144,22 @@ class SearchPlan:
         self,
         sources: Sequence[tuple[str, str | bytes]],
         branch_of: Callable[[str, Sequence[str]], set[str]],
+        *,
+        whole: bool = False,
+        limits: Any = None,
+        threads: int = 1,
+        branches: Callable[[dict[str, list[str]]], dict[str, set[str]]] | None = None,
     ) -> list[SearchHit]:
-        """Scans whole session documents: ``sources`` are ``(session id, path or
-        document bytes)``; ``branch_of(session id, entry ids)`` tells which of those
-        entries are on the session's current branch."""
+        """Scans session documents: ``sources`` are ``(session id, path or document
+        bytes)``, each a header line then entry lines; ``branch_of(session id, entry
+        ids)`` tells which of those entries are on the session's current branch.
+
+        ``whole``: the documents hold every line of their sessions (read with
+        ``limits``, a :class:`~sessiontree.storage.Limits`), so the engine tells most
+        hits' branch from them and ``branch_of`` is asked only for the rest (on up to
+        ``threads`` threads). ``branches({session id: entry ids})``, when given, is asked
+        first, for all of them at once; the sessions it leaves out go to ``branch_of``."""
+        caps = {} if limits is None else limits.kwargs()
         raw = _core.search_documents(
             self.query,
             list(sources),
@@ -156,24 +169,42 @@ class SearchPlan:
             until_ms=self.until_ms,
             newest=self.order == "newest",
             limit=None if self.branch_only else self.limit,
+            whole=whole,
+            max_line_bytes=caps.get("max_line_bytes"),
+            max_id_bytes=caps.get("max_id_bytes"),
         )
-        return self.finish(raw, branch_of)
+        return self.finish(raw, branch_of, threads=threads, branches=branches)
 
     def finish(
         self,
         raw: Iterable[tuple[Any, ...]],
         branch_of: Callable[[str, Sequence[str]], set[str]],
+        *,
+        threads: int = 1,
+        branches: Callable[[dict[str, list[str]]], dict[str, set[str]]] | None = None,
     ) -> list[SearchHit]:
         """Turns the engine's hit tuples (best first) into :class:`SearchHit` values,
-        marking (and with ``branch_only`` keeping only) those on their current branch."""
+        marking (and with ``branch_only`` keeping only) those on their current branch:
+        as the engine told it, else as ``branches`` (all at once) or ``branch_of`` (a
+        session at a time, on up to ``threads`` threads) tells."""
         rows = list(raw)
         by_session: dict[str, list[str]] = {}
         for r in rows:
-            by_session.setdefault(r[1], []).append(r[2])
-        on: dict[str, set[str]] = {sid: branch_of(sid, ids) for sid, ids in by_session.items()}
+            if r[9] is None:
+                by_session.setdefault(r[1], []).append(r[2])
+        on: dict[str, set[str]] = {}
+        if branches is not None and by_session:
+            on = branches(by_session)
+            by_session = {sid: ids for sid, ids in by_session.items() if sid not in on}
+        if threads > 1 and len(by_session) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(by_session))) as pool:
+                told = pool.map(branch_of, by_session, by_session.values())
+                on.update(zip(by_session, told, strict=True))
+        else:
+            on.update((sid, branch_of(sid, ids)) for sid, ids in by_session.items())
         out: list[SearchHit] = []
-        for _doc, sid, eid, etype, role, ts, score, snippet, marks in rows:
-            on_branch = eid in on[sid]
+        for _doc, sid, eid, etype, role, ts, score, snippet, marks, told in rows:
+            on_branch = eid in on[sid] if told is None else bool(told)
             if self.branch_only and not on_branch:
                 continue
             out.append(

@@ -28,6 +28,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
@@ -42,8 +43,10 @@ INDEX_DIR: Final = ".sessiontree-search"
 
 _FILE: Final = "index.sqlite3"
 _FORMAT: Final = "sessiontree-search 2"
-# More candidate lines than this and the scan is as fast: let it answer.
-_MAX_CANDIDATES: Final = 200_000
+# More candidate lines than this and the scan is faster: it reads every line too, but in
+# the engine on every core, and tells the hits' branch from the lines it read, where the
+# index hands each candidate line through Python and reads each hit's file again.
+_MAX_CANDIDATES: Final = 4_000
 # Row ids: the file's id in the high bits, a counter of the file's lines in the low.
 _ROW_BITS: Final = 32
 
@@ -67,6 +70,33 @@ _SCHEMA: Final = (
 
 class _Broken(Exception):
     """The index cannot be used for this search (the scan answers)."""
+
+
+class _Reader:
+    """A connection a thread keeps for searches while the index file stays the same one,
+    with the ``files`` table as last read (read again when a commit changed it)."""
+
+    __slots__ = ("conn", "file_key", "files", "version")
+
+    def __init__(self, conn: sqlite3.Connection, file_key: tuple[int, int]) -> None:
+        self.conn = conn
+        self.file_key = file_key
+        self.version: Any = None
+        self.files: list[Any] = []
+
+    def file_rows(self) -> list[Any]:
+        """``(id, path, session_id, header, legacy, dev, ino, size, mtime)`` of every
+        indexed file."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()
+        if version != self.version:
+            self.files = self.conn.execute(
+                "SELECT id, path, session_id, header, legacy, dev, ino, size, mtime FROM files"
+            ).fetchall()
+            self.version = version
+        return self.files
+
+
+_LOCAL = threading.local()
 
 
 class SearchIndex:
@@ -109,18 +139,16 @@ class SearchIndex:
 
     def drop(self) -> None:
         """Deletes the index (it is derived: nothing is lost)."""
+        self._forget_reader()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # -- update ----------------------------------------------------------------------
 
     @staticmethod
-    def _current(conn: sqlite3.Connection, rows: Sequence[SessionMetadata]) -> bool:
+    def _current(files: Sequence[Any], rows: Sequence[SessionMetadata]) -> bool:
         """Whether the index holds exactly the listed files, as they are (a read, no
         lock: the common case of a search costs no write transaction)."""
-        known = {
-            r[0]: (r[1], r[2], r[3], r[4])
-            for r in conn.execute("SELECT path, dev, ino, size, mtime FROM files")
-        }
+        known = {r[1]: (r[5], r[6], r[7], r[8]) for r in files}
         if len(known) != len(rows):
             return False
         for meta in rows:
@@ -133,10 +161,24 @@ class SearchIndex:
                 return False
         return True
 
-    def _update(self, conn: sqlite3.Connection, rows: Sequence[SessionMetadata]) -> None:
+    def _update(
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[SessionMetadata],
+        reader: _Reader | None = None,
+    ) -> None:
         """Brings the index up to date with the listed files, in one transaction."""
-        if self._current(conn, rows):
+        files = (
+            reader.file_rows()
+            if reader is not None
+            else conn.execute(
+                "SELECT id, path, session_id, header, legacy, dev, ino, size, mtime FROM files"
+            ).fetchall()
+        )
+        if self._current(files, rows):
             return
+        if reader is not None:
+            reader.version = None  # this connection's own commit: read the files again
         conn.execute("BEGIN IMMEDIATE")
         try:
             known = {
@@ -269,28 +311,55 @@ class SearchIndex:
         candidate lines, and every file the index leaves to the scan whole. ``None``
         when the index cannot answer (the caller scans)."""
         try:
-            conn = self._connect(create=False)
+            reader = self._reader()
         except _Broken:
             return None
         except sqlite3.DatabaseError:
             self.drop()
             return None
         try:
-            with contextlib.closing(conn):
-                self._update(conn, rows)
-                return self._candidates(conn, rows, terms)
+            self._update(reader.conn, rows, reader)
+            return self._candidates(reader, rows, terms)
         except (_Broken, sqlite3.OperationalError):
+            with contextlib.suppress(sqlite3.Error):
+                if reader.conn.in_transaction:
+                    reader.conn.execute("ROLLBACK")
             return None  # locked by an update elsewhere, or too many candidates
         except sqlite3.DatabaseError:
+            self._forget_reader()
             self.drop()
             return None
 
+    def _reader(self) -> _Reader:
+        """This thread's connection to the index (made, or made again when the file was
+        replaced)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._forget_reader()
+            raise _Broken("no index") from None
+        readers: dict[str, _Reader] = _LOCAL.__dict__.setdefault("readers", {})
+        key = (st.st_dev, st.st_ino)
+        reader = readers.get(self.path)
+        if reader is not None and reader.file_key == key:
+            return reader
+        self._forget_reader()
+        reader = _Reader(self._connect(create=False), key)
+        readers[self.path] = reader
+        return reader
+
+    def _forget_reader(self) -> None:
+        reader = _LOCAL.__dict__.get("readers", {}).pop(self.path, None)
+        if reader is not None:
+            reader.conn.close()
+
     def _candidates(
         self,
-        conn: sqlite3.Connection,
+        reader: _Reader,
         rows: Sequence[SessionMetadata],
         terms: Iterable[tuple[Sequence[str], bool, bool]],
     ) -> list[tuple[str, bytes | str]]:
+        conn = reader.conn
         parts = []
         for tokens, prefix, negated in terms:
             if negated:
@@ -299,16 +368,20 @@ class SearchIndex:
                 parts.append(f'"{tok}"' + ("*" if prefix and i == len(tokens) - 1 else ""))
         match = " AND ".join(parts)
         wanted = {m.path: m.id for m in rows if m.path is not None}
-        files = {
-            r[0]: r for r in conn.execute("SELECT id, path, session_id, header, legacy FROM files")
-        }
+        files = {r[0]: r for r in reader.file_rows()}
+        # Counted first, in the full-text index alone (its row ids come in order): a
+        # common word goes to the scan without a join over its many lines.
+        (many,) = conn.execute(
+            "SELECT count(*) > ? FROM (SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?)",
+            (_MAX_CANDIDATES, match, _MAX_CANDIDATES + 1),
+        ).fetchone()
+        if many:
+            raise _Broken("too many candidates")
         found = conn.execute(
             "SELECT l.id, l.off, l.len FROM terms t JOIN lines l ON l.id = t.rowid "
-            "WHERE terms MATCH ? ORDER BY l.id LIMIT ?",
-            (match, _MAX_CANDIDATES + 1),
+            "WHERE terms MATCH ? ORDER BY l.id",
+            (match,),
         ).fetchall()
-        if len(found) > _MAX_CANDIDATES:
-            raise _Broken("too many candidates")
         by_file: dict[int, list[tuple[int, int]]] = {}
         for rowid, off, n in found:
             by_file.setdefault(rowid >> _ROW_BITS, []).append((off, n))

@@ -18,7 +18,7 @@ use super::tokens::{tokenize, Tokens};
 
 /// The searchable facts of one entry line.
 #[derive(Debug)]
-pub struct EntryText {
+pub struct EntryText<'a> {
     /// The entry's `type`.
     pub entry_type: String,
     /// Its `id`.
@@ -27,13 +27,108 @@ pub struct EntryText {
     pub timestamp: String,
     /// The message's role, for a `message` entry.
     pub role: Option<String>,
-    /// The searched texts, in the entry's order.
-    pub texts: Vec<String>,
+    /// The searched texts, in the entry's order (borrowed from the line where they hold
+    /// no escape).
+    pub texts: Vec<Cow<'a, str>>,
 }
 
 /// A JSON value left unread until needed: only the searched fields are ever decoded,
 /// the rest of a line (usage, signatures, image data) is skipped without allocating.
 type Raw<'a> = Option<&'a RawValue>;
+
+/// A JSON value read as text: a string's decoded text (borrowed from the line when it has
+/// no escape), or `None` for any other value (read past). The text is decoded in the
+/// pass that reads the line, where a [`Raw`] value is read again to decode it.
+struct Str<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Some(Cow::Owned(v))))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Str<'a>, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Str(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Str<'a>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Str(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Str<'a>, E> {
+                Ok(Str(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Str<'a>, E> {
+                Ok(Str(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Str<'a>, E> {
+                Ok(Str(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Str<'a>, E> {
+                Ok(Str(None))
+            }
+            fn visit_unit<E>(self) -> Result<Str<'a>, E> {
+                Ok(Str(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A field read as text ([`Str`]).
+type Text<'a> = Option<Str<'a>>;
+
+/// A value's text: a JSON string's, decoded; `None` for any other value.
+trait AsText<'a> {
+    fn text(self) -> Option<Cow<'a, str>>;
+}
+
+impl<'a> AsText<'a> for Raw<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        let raw = self?.get();
+        if !raw.starts_with('"') {
+            return None;
+        }
+        serde_json::from_str::<Cow<'a, str>>(raw).ok()
+    }
+}
+
+impl<'a> AsText<'a> for Text<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        self?.0
+    }
+}
+
+impl<'a> Str<'a> {
+    /// The [`Str`] of a value read raw.
+    fn of(v: Raw<'a>) -> Text<'a> {
+        let raw = v?.get();
+        if !raw.starts_with('"') {
+            return Some(Str(None));
+        }
+        Some(Str(serde_json::from_str::<Cow<'a, str>>(raw).ok()))
+    }
+}
 
 /// The fields of an entry line the search reads (any other key is skipped).
 #[derive(Deserialize)]
@@ -56,55 +151,72 @@ struct LineFields<'a> {
     name: Raw<'a>,
 }
 
+/// [`LineFields`] with the message read in the same pass (one read of its bytes fewer).
+/// A line this does not read (a message that is not an object, a key written twice) is
+/// read again as [`LineFields`], whose reading decides.
+#[derive(Deserialize)]
+struct LineWithMessage<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Text<'a>,
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    timestamp: Text<'a>,
+    #[serde(borrow)]
+    message: Option<Fields<'a>>,
+    #[serde(borrow)]
+    content: Raw<'a>,
+    #[serde(borrow)]
+    summary: Text<'a>,
+    #[serde(borrow)]
+    label: Text<'a>,
+    #[serde(borrow)]
+    name: Text<'a>,
+}
+
 /// The fields of a message (and of a content block) the search reads.
 #[derive(Deserialize)]
 struct Fields<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Raw<'a>,
+    ty: Text<'a>,
     #[serde(borrow)]
-    role: Raw<'a>,
+    role: Text<'a>,
     #[serde(borrow)]
     content: Raw<'a>,
     #[serde(borrow)]
-    summary: Raw<'a>,
+    summary: Text<'a>,
     #[serde(borrow)]
-    command: Raw<'a>,
+    command: Text<'a>,
     #[serde(borrow)]
-    output: Raw<'a>,
+    output: Text<'a>,
     #[serde(borrow)]
-    text: Raw<'a>,
+    text: Text<'a>,
     #[serde(borrow)]
-    thinking: Raw<'a>,
+    thinking: Text<'a>,
     #[serde(borrow)]
-    name: Raw<'a>,
+    name: Text<'a>,
     #[serde(borrow)]
     arguments: Raw<'a>,
 }
 
-/// The string a raw value holds (`None` for any other JSON value).
-fn string(v: Raw<'_>) -> Option<String> {
-    let raw = v?.get();
-    if !raw.starts_with('"') {
-        return None;
-    }
-    serde_json::from_str::<Cow<'_, str>>(raw)
-        .ok()
-        .map(Cow::into_owned)
+/// The string a value holds (`None` for any other JSON value).
+fn string<'a>(v: impl AsText<'a>) -> Option<String> {
+    v.text().map(Cow::into_owned)
 }
 
-fn push_str(out: &mut Vec<String>, v: Raw<'_>) {
-    if let Some(s) = string(v) {
+fn push_str<'a>(out: &mut Vec<Cow<'a, str>>, v: impl AsText<'a>) {
+    if let Some(s) = v.text() {
         out.push(s);
     }
 }
 
 /// Every string and number inside a JSON value (a tool call's arguments), never its keys.
-fn push_scalars(out: &mut Vec<String>, v: &Value) {
+fn push_scalars(out: &mut Vec<Cow<'_, str>>, v: &Value) {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Number(n) => out.push(n.to_string()),
+            Value::String(s) => out.push(Cow::Owned(s.clone())),
+            Value::Number(n) => out.push(Cow::Owned(n.to_string())),
             Value::Array(a) => stack.extend(a.iter().rev()),
             Value::Object(o) => stack.extend(o.values().rev()),
             Value::Bool(_) | Value::Null => {}
@@ -112,20 +224,76 @@ fn push_scalars(out: &mut Vec<String>, v: &Value) {
     }
 }
 
+/// A content block read in the list's pass: its fields, or `None` for a value that is
+/// not an object (skipped, as [`push_content`] skips it).
+struct Block<'a>(Option<Fields<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Block<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Block<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Block<'a>, A::Error> {
+                Fields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|f| Block(Some(f)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Block<'a>, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Block(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+            fn visit_unit<E>(self) -> Result<Block<'a>, E> {
+                Ok(Block(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 /// A message's (or custom message's) `content`: a string or a list of blocks.
-fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
+fn push_content<'a>(out: &mut Vec<Cow<'a, str>>, content: Raw<'a>) {
     let Some(raw) = content else { return };
     if raw.get().starts_with('"') {
         push_str(out, content);
         return;
     }
-    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(raw.get()) else {
-        return;
+    // The blocks in one pass; a block this cannot read (a key written twice) sends the
+    // list to the reading block by block, which skips just that block.
+    let blocks: Vec<Fields<'_>> = match serde_json::from_str::<Vec<Block<'_>>>(raw.get()) {
+        Ok(blocks) => blocks.into_iter().filter_map(|b| b.0).collect(),
+        Err(_) => {
+            let Ok(raws) = serde_json::from_str::<Vec<&RawValue>>(raw.get()) else {
+                return;
+            };
+            raws.into_iter()
+                .filter_map(|b| serde_json::from_str::<Fields<'_>>(b.get()).ok())
+                .collect()
+        }
     };
-    for b in blocks {
-        let Ok(f) = serde_json::from_str::<Fields<'_>>(b.get()) else {
-            continue;
-        };
+    for f in blocks {
         match string(f.ty).as_deref() {
             Some("text") => push_str(out, f.text),
             Some("thinking") => push_str(out, f.thinking),
@@ -144,8 +312,27 @@ fn push_content(out: &mut Vec<String>, content: Raw<'_>) {
 
 /// Reads the searchable facts of an entry line in sessiontree's dialect; `None` for a line
 /// that is not an entry object with an `id`.
-pub fn entry_text(line: &str) -> Option<EntryText> {
-    let f: LineFields<'_> = serde_json::from_str(line).ok()?;
+pub fn entry_text(line: &str) -> Option<EntryText<'_>> {
+    let f = match serde_json::from_str::<LineWithMessage<'_>>(line) {
+        Ok(f) => f,
+        Err(_) => {
+            let f: LineFields<'_> = serde_json::from_str(line).ok()?;
+            let message = match (Str::of(f.ty).text().as_deref(), f.message) {
+                (Some("message"), Some(m)) => Some(serde_json::from_str(m.get()).ok()?),
+                _ => None,
+            };
+            LineWithMessage {
+                ty: Str::of(f.ty),
+                id: Str::of(f.id),
+                timestamp: Str::of(f.timestamp),
+                message,
+                content: f.content,
+                summary: Str::of(f.summary),
+                label: Str::of(f.label),
+                name: Str::of(f.name),
+            }
+        }
+    };
     let entry_type = string(f.ty)?;
     let id = string(f.id)?;
     let timestamp = string(f.timestamp).unwrap_or_default();
@@ -153,7 +340,7 @@ pub fn entry_text(line: &str) -> Option<EntryText> {
     let mut role = None;
     match entry_type.as_str() {
         "message" => {
-            let m: Fields<'_> = serde_json::from_str(f.message?.get()).ok()?;
+            let m = f.message?;
             let r = string(m.role).unwrap_or_default();
             match r.as_str() {
                 "compaction_summary" | "branch_summary" => push_str(&mut texts, m.summary),
@@ -226,7 +413,7 @@ pub fn score(counts: &[usize], n_bytes: usize) -> f64 {
 /// (a literal prefilter): such a text is not tokenised.
 pub fn match_texts(
     query: &Query,
-    texts: &[String],
+    texts: &[Cow<'_, str>],
     might: Option<&dyn Fn(&str) -> bool>,
 ) -> Option<Matched> {
     let tokens: Vec<Tokens> = texts
@@ -258,7 +445,7 @@ pub fn match_texts(
             counts.push(c);
         }
     }
-    let n: usize = texts.iter().map(String::len).sum();
+    let n: usize = texts.iter().map(|t| t.len()).sum();
     Some(Matched {
         score: score(&counts, n),
         tokens,
@@ -277,7 +464,7 @@ pub const MARK: &str = "**";
 /// white space and control characters folded to one space, `…` where cut, every match
 /// in it between [`MARK`]s. Returns it with the (start, end) character offsets of the
 /// marked text (between the marks).
-pub fn snippet(texts: &[String], m: &Matched) -> (String, Vec<(usize, usize)>) {
+pub fn snippet(texts: &[Cow<'_, str>], m: &Matched) -> (String, Vec<(usize, usize)>) {
     let Some(&(field, first, _)) = m.matches.iter().min() else {
         return (String::new(), Vec::new());
     };
@@ -368,7 +555,7 @@ mod tests {
 
     fn hit(q: &str, texts: &[&str]) -> Option<(String, Vec<(usize, usize)>)> {
         let query = Query::parse(q).unwrap();
-        let texts: Vec<String> = texts.iter().map(|s| (*s).to_owned()).collect();
+        let texts: Vec<Cow<'_, str>> = texts.iter().map(|s| Cow::Borrowed(*s)).collect();
         match_texts(&query, &texts, None).map(|m| snippet(&texts, &m))
     }
 
@@ -388,6 +575,48 @@ mod tests {
         assert!(hit("東京", &["私は東京に行く"]).is_some());
         let (s, _) = hit("for", &["SELECT … FOR UPDATE"]).unwrap();
         assert_eq!(s, "SELECT … **FOR** UPDATE");
+    }
+
+    fn texts(line: &str) -> Option<Vec<String>> {
+        entry_text(line).map(|e| e.texts.into_iter().map(Cow::into_owned).collect())
+    }
+
+    #[test]
+    fn reads_odd_lines_as_the_field_by_field_reading_does() {
+        let m = |content: &str| {
+            format!(
+                r#"{{"type":"message","id":"a","message":{{"role":"user","content":{content}}}}}"#
+            )
+        };
+        // A block with a key written twice is skipped, the others read.
+        assert_eq!(
+            texts(&m(
+                r#"[{"type":"text","text":"x","text":"y"},{"type":"text","text":"ok"}]"#
+            )),
+            Some(vec!["ok".to_owned()])
+        );
+        // Blocks that are not objects, texts that are not strings, escapes.
+        assert_eq!(
+            texts(&m(
+                r#"[1,"s",[2],null,{"type":"text","text":5},{"type":"text","text":"a\"b\u00e9"}]"#
+            )),
+            Some(vec!["a\"bé".to_owned()])
+        );
+        // A message that is not an object: no entry; beside another type: ignored.
+        assert!(texts(r#"{"type":"message","id":"a","message":"no"}"#).is_none());
+        assert_eq!(
+            texts(r#"{"type":"label","id":"a","message":{"role":1,"role":2},"label":"L"}"#),
+            Some(vec!["L".to_owned()])
+        );
+        // The role read after the content, and a key written twice in the line.
+        assert_eq!(
+            texts(
+                r#"{"type":"message","id":"a","message":{"summary":"S","role":"branch_summary"}}"#
+            ),
+            Some(vec!["S".to_owned()])
+        );
+        assert!(texts(r#"{"type":"label","id":"a","id":"b","label":"L"}"#).is_none());
+        assert!(texts(r#"{"type":"label","id":7,"label":"L"}"#).is_none());
     }
 
     #[test]

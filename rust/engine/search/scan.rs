@@ -1,12 +1,15 @@
 //! The scan: every session document read in parallel, lines found by a byte-level
 //! prefilter, only those lines decoded and matched.
 //!
-//! The prefilter looks for the query's longest token in the raw bytes, in every case form
-//! that lowercases to it (one `regex-automata` literal search, as ripgrep does), or for a
-//! JSON `\u` escape (a token written with escapes is not in the bytes as written). A
-//! token of decoded text is otherwise in its line's bytes as is: JSON escapes only quotes,
-//! backslashes and control characters, none of them token characters. So the lines the
-//! prefilter skips cannot match, and the answers equal a full decode of every line.
+//! The prefilter looks for a part of the query's longest token ([`prefilter_part`]) in
+//! the raw bytes, in every case form that lowercases to it (one `regex-automata` literal
+//! search, as ripgrep does), or for a JSON `\u` escape (a token written with escapes is
+//! not in the bytes as written). A token of decoded text is otherwise in its line's bytes
+//! as is: JSON escapes only quotes, backslashes and control characters, none of them
+//! token characters. So the lines the prefilter skips cannot match, and the answers equal
+//! a full decode of every line. Matching lines are ranked from counts ([`super::count`])
+//! and tokenised only when kept; hits of whole documents get `on_branch` from the lines
+//! ([`super::branch`]).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -24,7 +27,9 @@ use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
-use super::entry::{entry_text, match_texts, snippet};
+use super::branch::{branch_ids, head_timestamp, LineLimits};
+use super::count::{count_terms, counters, Counter};
+use super::entry::{entry_text, match_texts, score, snippet};
 use super::query::Query;
 use super::tokens::upper_variants;
 
@@ -91,6 +96,9 @@ pub struct Hit {
     pub snippet: String,
     /// Character offsets of the marked text in the snippet.
     pub marks: Vec<(usize, usize)>,
+    /// Whether the entry is on its session's current branch, when the scan could tell
+    /// (whole documents in sessiontree's dialect; see [`super::branch`]).
+    pub on_branch: Option<bool>,
 }
 
 /// Parses an ISO-8601 time (`YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±HH:MM]`, or a bare date as
@@ -199,12 +207,57 @@ fn compile(pat: &str) -> Result<Regex, EngineError> {
     })
 }
 
-/// The line prefilter: the needle in every case form, or a JSON `\u` escape.
-fn prefilter(needle: &str) -> Result<Regex, EngineError> {
-    let mut pat = String::from("(?:");
-    case_forms(&mut pat, needle);
-    pat.push_str(")|\\\\u");
-    compile(&pat)
+/// How common a character is in text (higher: rarer), by English letter frequency; any
+/// other character counts as rare.
+fn rarity(c: char) -> usize {
+    const COMMON: &str = "etaoinsrhldcumfpgwybvkxjqz";
+    COMMON.find(c).map_or(40, |i| i + 1)
+}
+
+/// The part of `needle` the line prefilter looks for: its rarest three characters in a
+/// row. A line holding the needle holds every part of it, so it stays a prefilter (the
+/// matcher checks the lines it finds), and three characters in two case forms each are
+/// eight literals, which a vectorised literal search (Teddy) tells apart by their first
+/// bytes with few false alarms, where every case form of a long word (2^n literals) would
+/// confirm many.
+pub fn prefilter_part(needle: &str) -> &str {
+    let chars: Vec<(usize, char)> = needle.char_indices().collect();
+    if chars.len() <= 3 {
+        return needle;
+    }
+    // Teddy tells literals apart by their first bytes: those matter most.
+    let best = (0..=chars.len() - 3)
+        .max_by_key(|&i| {
+            let lead = rarity(chars[i].1) + rarity(chars[i + 1].1);
+            (lead, rarity(chars[i + 2].1), std::cmp::Reverse(i))
+        })
+        .unwrap_or(0);
+    let end = chars.get(best + 3).map_or(needle.len(), |&(at, _)| at);
+    &needle[chars[best].0..end]
+}
+
+/// The line prefilters: a part of the needle ([`prefilter_part`]) in every case form, and
+/// the same or a JSON `\u` escape. The second alone serves when the part starts with two
+/// rare characters; else a document is first searched for a `\u` and, holding none,
+/// searched with the first: the two-byte escape makes every literal's fingerprint two
+/// bytes, and two common characters (`rg` of `merge`) raise many false alarms.
+#[derive(Debug)]
+struct Prefilter {
+    plain: Regex,
+    or_escape: Regex,
+    rare: bool,
+}
+
+fn prefilter(needle: &str) -> Result<Prefilter, EngineError> {
+    let part = prefilter_part(needle);
+    let mut pat = String::new();
+    case_forms(&mut pat, part);
+    let lead: usize = part.chars().take(2).map(rarity).sum();
+    Ok(Prefilter {
+        plain: compile(&pat)?,
+        or_escape: compile(&format!("(?:{pat})|\\\\u"))?,
+        rare: lead >= 36,
+    })
 }
 
 /// The text prefilter: any token of any term (a prefix as what it starts with), in every
@@ -224,18 +277,45 @@ fn any_token(query: &Query) -> Result<Regex, EngineError> {
     compile(&pat)
 }
 
+/// The order documents are read in: as given, or for `Newest` the most recently modified
+/// files first, so the newest hits are found early and older entries are skipped sooner
+/// (the answers do not depend on it).
+fn visiting_order(docs: &[Doc], order: Order) -> Vec<usize> {
+    let mut visit: Vec<usize> = (0..docs.len()).collect();
+    if order == Order::Newest {
+        let modified: Vec<Option<std::time::SystemTime>> = docs
+            .iter()
+            .map(|d| match &d.source {
+                Source::Path(p) => std::fs::metadata(p).and_then(|m| m.modified()).ok(),
+                Source::Bytes(_) => None,
+            })
+            .collect();
+        visit.sort_by(|&a, &b| modified[b].cmp(&modified[a]));
+    }
+    visit
+}
+
 /// A query ready to run over documents.
 #[derive(Debug)]
 pub struct Searcher {
     query: Query,
     filters: Filters,
-    prefilter: Regex,
+    prefilter: std::sync::Arc<Prefilter>,
     any_token: Regex,
+    counters: Option<std::sync::Arc<Vec<Counter>>>,
+    /// Whether the documents are whole sessions (then `on_branch` is told from them).
+    whole: bool,
+    limits: LineLimits,
 }
 
 /// The prefilters of the last queries: compiling them costs more than an indexed search
 /// of a few candidates, and agents repeat queries.
-type Compiled = (Query, Regex, Regex);
+type Compiled = (
+    Query,
+    std::sync::Arc<Prefilter>,
+    Regex,
+    Option<std::sync::Arc<Vec<Counter>>>,
+);
 static RECENT: Mutex<Vec<(String, std::sync::Arc<Compiled>)>> = Mutex::new(Vec::new());
 const RECENT_MAX: usize = 32;
 
@@ -251,9 +331,19 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     }
     drop(recent);
     let query = Query::parse(text)?;
-    let pre = prefilter(query.needle())?;
+    let pre = std::sync::Arc::new(prefilter(query.needle())?);
     let any = any_token(&query)?;
-    let c = std::sync::Arc::new((query, pre, any));
+    let count = counters(
+        &query,
+        |tok| {
+            let mut pat = String::new();
+            case_forms(&mut pat, tok);
+            compile(&pat).ok()
+        },
+        prefilter_part,
+    )
+    .map(std::sync::Arc::new);
+    let c = std::sync::Arc::new((query, pre, any, count));
     let mut recent = RECENT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -340,7 +430,39 @@ impl Searcher {
             filters,
             prefilter: c.1.clone(),
             any_token: c.2.clone(),
+            counters: c.3.clone(),
+            whole: false,
+            limits: LineLimits {
+                max_line_bytes: crate::engine::jsonl::DEFAULT_MAX_LINE_BYTES,
+                max_id_bytes: crate::engine::types::MAX_ID_BYTES,
+            },
         })
+    }
+
+    /// Says the documents are whole sessions read with these line limits: hits then
+    /// carry `on_branch` when the lines tell it ([`super::branch`]).
+    #[must_use]
+    pub fn whole_documents(mut self, limits: LineLimits) -> Searcher {
+        self.whole = true;
+        self.limits = limits;
+        self
+    }
+
+    /// The score of an entry with `texts`, counted without tokenising: `Some(None)` when
+    /// it does not match, `None` when counting needs the tokeniser.
+    fn quick_score(&self, texts: &[std::borrow::Cow<'_, str>]) -> Option<Option<f64>> {
+        let counters = self.counters.as_deref()?;
+        let counts = count_terms(counters, texts)?;
+        let mut positive = Vec::with_capacity(counts.len());
+        for (t, c) in self.query.terms.iter().zip(counts) {
+            match (t.negated, c) {
+                (true, 0) => {}
+                (true, _) | (false, 0) => return Some(None),
+                (false, c) => positive.push(c),
+            }
+        }
+        let n: usize = texts.iter().map(|t| t.len()).sum();
+        Some(Some(score(&positive, n)))
     }
 
     /// The parsed query.
@@ -374,17 +496,39 @@ impl Searcher {
 
     /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
     fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+        // Newest first: an entry older than the worst kept hit is not read further (its
+        // time read from the start of the line, where this library writes it).
+        if best.order == Order::Newest {
+            if let Some(bar) = best.bar.as_ref().and_then(|b| b.1) {
+                if head_timestamp(line.as_bytes())
+                    .and_then(parse_ms)
+                    .is_some_and(|t| t < bar)
+                {
+                    return;
+                }
+            }
+        }
         let Some(e) = entry_text(line) else { return };
         let ts = parse_ms(&e.timestamp);
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
             return;
         }
+        // Ranked from counts alone when it can be; tokenised (for the snippet) only if
+        // kept. A duplicated id names its first line (the format's rule).
+        let quick = self.quick_score(&e.texts);
+        if let Some(q) = quick {
+            let Some(s) = q else { return };
+            if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
+                return;
+            }
+        }
         let might = |t: &str| self.any_token.is_match(t.as_bytes());
         let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
+            debug_assert!(quick.is_none(), "the counts and the tokeniser disagree");
             return;
         };
-        // A duplicated id names its first line (the format's rule).
-        if !seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id) {
+        debug_assert!(quick.is_none_or(|q| q == Some(m.score)));
+        if quick.is_none() && (!seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id)) {
             return;
         }
         let (snippet, marks) = snippet(&e.texts, &m);
@@ -399,6 +543,7 @@ impl Searcher {
             score: m.score,
             snippet,
             marks,
+            on_branch: None,
         });
     }
 
@@ -419,13 +564,16 @@ impl Searcher {
         };
         let mut seen = HashSet::new();
         let mut pos = nl + 1;
+        let pre = &*self.prefilter;
+        let prefilter = if pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some() {
+            &pre.or_escape
+        } else {
+            &pre.plain
+        };
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
         while pos < data.len() {
-            let Some(m) = self
-                .prefilter
-                .search(&Input::new(data).span(pos..data.len()))
-            else {
+            let Some(m) = prefilter.search(&Input::new(data).span(pos..data.len())) else {
                 break;
             };
             let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
@@ -437,7 +585,7 @@ impl Searcher {
             let raw = data[start..end]
                 .strip_suffix(b"\r")
                 .unwrap_or(&data[start..end]);
-            let Ok(text) = std::str::from_utf8(raw) else {
+            let Ok(text) = simdutf8::basic::from_utf8(raw) else {
                 continue;
             };
             if dialect.is_pi() {
@@ -453,6 +601,13 @@ impl Searcher {
                 }
             } else {
                 self.line(doc, sid, text, &mut seen, best);
+            }
+        }
+        if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
+            if let Some(on) = branch_ids(&data[nl + 1..], self.limits) {
+                for h in best.hits.iter_mut().filter(|h| h.doc == doc) {
+                    h.on_branch = Some(on.contains(h.entry_id.as_bytes()));
+                }
             }
         }
     }
@@ -483,6 +638,7 @@ impl Searcher {
         let next = AtomicUsize::new(0);
         let results = Mutex::new(Vec::new());
         let threads = threads.clamp(1, docs.len().max(1));
+        let visit = visiting_order(docs, order);
         if threads == 1 {
             // No thread to start for one document (an indexed search's few candidates).
             let mut best = Best {
@@ -492,8 +648,8 @@ impl Searcher {
                 bar: None,
             };
             let mut buf = Vec::new();
-            for (i, doc) in docs.iter().enumerate() {
-                self.load(i, doc, &mut buf, &mut best);
+            for &i in &visit {
+                self.load(i, &docs[i], &mut buf, &mut best);
             }
             let mut hits = best.hits;
             sort_hits(order, &mut hits);
@@ -513,9 +669,9 @@ impl Searcher {
                     };
                     let mut buf = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(doc) = docs.get(i) else { break };
-                        self.load(i, doc, &mut buf, &mut best);
+                        let k = next.fetch_add(1, AtomicOrdering::Relaxed);
+                        let Some(&i) = visit.get(k) else { break };
+                        self.load(i, &docs[i], &mut buf, &mut best);
                     }
                     if let Some(l) = limit {
                         best.trim(l);
@@ -576,6 +732,55 @@ mod tests {
         assert!(ids("command", &d).is_empty());
         assert!(ids("a1", &d).is_empty());
         assert_eq!(ids("\"said café\"", &d), ["a1"]);
+    }
+
+    #[test]
+    fn counts_agree_with_the_tokeniser() {
+        let texts = [
+            "merge merged MERGE Merge emerge _merge_ merge: merge\nmerge x-merge-y",
+            "mergeé émerge 東京merge merge東京 merge🎉 İmerge",
+            "café Café CAFÉ cafés xcafé café.",
+            "ababa aba aba-aba abab",
+            "\u{212A}elvin kelvin KELVIN K k",
+            "SELECT … FOR UPDATE; for For fOr",
+            "",
+        ];
+        let queries = [
+            "merge",
+            "merge*",
+            "café",
+            "aba",
+            "aba*",
+            "-merge aba",
+            "kelvin",
+            "k",
+            "ka*",
+            "é",
+            "for",
+            "merge -café",
+            "merg*",
+        ];
+        let mut quick = 0;
+        for q in queries {
+            let searcher = Searcher::new(q, Filters::default()).unwrap();
+            for t in texts {
+                let owned = vec![std::borrow::Cow::Borrowed(t), "and merge".into()];
+                let full = match_texts(searcher.query(), &owned, None).map(|m| m.score);
+                if let Some(fast) = searcher.quick_score(&owned) {
+                    quick += 1;
+                    assert_eq!(fast, full, "{q:?} in {t:?}");
+                }
+            }
+        }
+        assert!(quick > 40, "{quick}");
+    }
+
+    #[test]
+    fn the_prefilter_looks_for_a_rare_part() {
+        assert_eq!(prefilter_part("merge"), "rge");
+        assert_eq!(prefilter_part("ab"), "ab");
+        assert_eq!(prefilter_part("café"), "afé");
+        assert_eq!(prefilter_part("zygomorphic"), "zyg");
     }
 
     #[test]
@@ -650,7 +855,7 @@ pub fn extract(path: &std::path::Path, from: u64) -> std::io::Result<Extracted> 
         let raw = data[pos..end]
             .strip_suffix(b"\r")
             .unwrap_or(&data[pos..end]);
-        if let Ok(text) = std::str::from_utf8(raw) {
+        if let Ok(text) = simdutf8::basic::from_utf8(raw) {
             let native = if dialect.is_pi() {
                 entry_to_native(text, dialect, None).ok()
             } else {

@@ -85,7 +85,7 @@ fn is_punctuation(c: char) -> bool {
 /// scripts below U+0E00 (Latin, Greek, Cyrillic, Hebrew, Arabic, Indic, ...) and Latin and
 /// Greek Extended: their letters, digits and marks join (WB5-WB13), so a run of them is one
 /// word and needs no segmentation pass.
-fn joins(c: char) -> bool {
+pub fn joins(c: char) -> bool {
     let u = c as u32;
     u < 0x0E00 || (0x1E00..0x2000).contains(&u)
 }

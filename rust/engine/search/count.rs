@@ -1,0 +1,146 @@
+//! The scan's scoring pass: a term of one token is counted in a decoded text by a literal
+//! search for its case forms, each found occurrence checked to be a whole token by the
+//! bytes around it, so ranking an entry needs no tokenisation, no lowercased copy and no
+//! allocation. Whenever a check would need the full tokeniser (a non-ASCII neighbour, a
+//! script UAX #29 may cut), the count says so and the caller tokenises instead
+//! ([`super::entry::match_texts`]), so the counts are always those of the tokeniser.
+
+use regex_automata::meta::Regex;
+use regex_automata::Input;
+
+use super::query::{Query, Term};
+use super::tokens::{joins, upper_variants};
+
+/// How one term of a query is counted.
+#[derive(Debug)]
+pub struct Counter {
+    /// Every case form of the token, or (`part` set) of a part of it (built like the
+    /// scan's prefilter).
+    re: Regex,
+    /// For a token whose case forms are all ASCII: where the part `re` finds starts in
+    /// the token, and the token, checked around each find (every case form of a long
+    /// word is too many literals for a literal search).
+    part: Option<(usize, Box<[u8]>)>,
+    /// Whether the token is a prefix.
+    prefix: bool,
+}
+
+/// The counters of a query's terms, in order; `None` when a term has several tokens or
+/// characters the tokeniser may cut (then entries are tokenised). `build(literal)` gives
+/// the regex of every case form of a literal; `part(token)` the part of a token to look
+/// for.
+pub fn counters(
+    query: &Query,
+    build: impl Fn(&str) -> Option<Regex>,
+    part: impl Fn(&str) -> &str,
+) -> Option<Vec<Counter>> {
+    query
+        .terms
+        .iter()
+        .map(|t| counter(t, &build, &part))
+        .collect()
+}
+
+fn counter(
+    term: &Term,
+    build: &impl Fn(&str) -> Option<Regex>,
+    part: &impl Fn(&str) -> &str,
+) -> Option<Counter> {
+    let [token] = term.tokens.as_slice() else {
+        return None;
+    };
+    if !token.chars().all(joins) {
+        return None;
+    }
+    let ascii = token
+        .chars()
+        .all(|c| c.is_ascii() && upper_variants(c).iter().all(char::is_ascii));
+    if ascii {
+        let p = part(token);
+        let at = token.find(p)?;
+        return Some(Counter {
+            re: build(p)?,
+            part: Some((at, token.as_bytes().into())),
+            prefix: term.prefix,
+        });
+    }
+    Some(Counter {
+        re: build(token)?,
+        part: None,
+        prefix: term.prefix,
+    })
+}
+
+/// Whether the characters of `span` are all ones no word boundary separates
+/// ([`joins`]): the tokeniser keeps such a run whole.
+fn simple(span: &[u8]) -> bool {
+    span.is_ascii() || std::str::from_utf8(span).is_ok_and(|s| s.chars().all(joins))
+}
+
+impl Counter {
+    /// How many tokens of `text` the term matches (as the tokeniser would count), or
+    /// `None` when that takes the tokeniser.
+    pub fn count(&self, text: &str) -> Option<usize> {
+        let b = text.as_bytes();
+        let mut n = 0;
+        let mut from = 0;
+        while let Some(found) = self.re.search(&Input::new(b).span(from..b.len())) {
+            let m = match &self.part {
+                None => {
+                    from = found.end();
+                    found.range()
+                }
+                Some((at, token)) => {
+                    // Finds may overlap (a part like `aba`): the next starts one on.
+                    from = found.start() + 1;
+                    let Some(start) = found.start().checked_sub(*at) else {
+                        continue;
+                    };
+                    let end = start + token.len();
+                    if !b
+                        .get(start..end)
+                        .is_some_and(|s| s.eq_ignore_ascii_case(token))
+                    {
+                        continue;
+                    }
+                    start..end
+                }
+            };
+            // The byte before must end the previous run: ASCII and not a token character.
+            if let Some(&p) = b[..m.start].last() {
+                if p >= 0x80 {
+                    return None;
+                }
+                if p.is_ascii_alphanumeric() {
+                    continue;
+                }
+            }
+            if !simple(&b[m.clone()]) {
+                return None;
+            }
+            match b.get(m.end) {
+                None => {}
+                Some(&q) if q >= 0x80 => return None,
+                // A longer token: a match for a prefix only.
+                Some(&q) if q.is_ascii_alphanumeric() && !self.prefix => continue,
+                Some(_) => {}
+            }
+            n += 1;
+        }
+        Some(n)
+    }
+}
+
+/// The per-term counts over `texts` (summed), or `None` when one needs the tokeniser.
+pub fn count_terms(
+    counters: &[Counter],
+    texts: &[std::borrow::Cow<'_, str>],
+) -> Option<Vec<usize>> {
+    let mut out = vec![0usize; counters.len()];
+    for t in texts {
+        for (c, o) in counters.iter().zip(out.iter_mut()) {
+            *o += c.count(t)?;
+        }
+    }
+    Some(out)
+}
