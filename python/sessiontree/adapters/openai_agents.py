@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
@@ -111,6 +112,7 @@ __all__ = [
     "item_to_message",
     "message_to_items",
     "session_id_for",
+    "set_kept_bytes",
 ]
 
 ITEM_CUSTOM_TYPE: Final = "openai_agents.item"
@@ -968,8 +970,11 @@ class OpenAIAgentsSession:
         self._tool_names: dict[str, str] = {}
         # Entry id -> (what the entry is, its items): every entry this object wrote or
         # read, converted once. Entries never change, so this is never stale. The items
-        # are pristine: never handed out, only copies of them.
+        # are pristine: never handed out, only copies of them. Objects opened on one
+        # session (``open``) share these, and the process keeps them a while after the
+        # last one closes (see _Kept).
         self._known: dict[str, tuple[int, list[Any]]] = {}
+        self._kept: _Kept | None = None
         # The current branch as this object last saw it, caught up from the leaf on each
         # call (see _sync), so a turn converts only what is new.
         self._view = _View()
@@ -1035,6 +1040,11 @@ class OpenAIAgentsSession:
         self._sdk_id = sdk_id
         self._shared = shared
         self._limits = limits_of(repo)
+        kept = _Kept.adopt(shared, shared.session.session)
+        if kept is not None:
+            self._kept = kept
+            self._known = kept.known
+            self._tool_names = kept.tool_names
         return self
 
     @property
@@ -1231,7 +1241,10 @@ class OpenAIAgentsSession:
         names = self._tool_names
         loads = _core.json_loads
         from_line = _items_from_line
+        kept = self._kept
         for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
+            if kept is not None:
+                kept.size += len(raw)
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
@@ -1334,6 +1347,8 @@ class OpenAIAgentsSession:
                         session.move_to(leaf)
                 raise
             extend = view.ok and view.leaf == leaf
+            if self._kept is not None:
+                self._kept.size += sum(map(len, texts))
             for entry_id, (thing, pristine) in zip(ids, planned, strict=True):
                 found = (_ITEM, [pristine if isinstance(thing, AgentMessage) else thing.item])
                 self._known[entry_id] = found
@@ -1651,6 +1666,8 @@ class OpenAIAgentsSession:
         if self._closed:
             return
         self._closed = True
+        if self._kept is not None:
+            self._kept.leave()
         if self._shared is not None:
             await self._shared.release()
         else:
@@ -1665,6 +1682,106 @@ class OpenAIAgentsSession:
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
         return f"<OpenAIAgentsSession {self.session_id!r}{state} over {self._session!r}>"
+
+
+class _Kept:
+    """The converted items of one session, shared by every :class:`OpenAIAgentsSession`
+    opened on it in this process (``open``), and kept by the process after the last one
+    closes while they fit :func:`set_kept_bytes`'s budget (least recently used let go
+    first): the SDK's pattern of one session object per request then converts each entry
+    once, not once per request. Named by the registry's key (the repository's directory
+    or conninfo and the session id) and checked against the file's identity (the header's
+    timestamp and the first entry's id), so a session deleted and created again starts
+    afresh. Only a
+    session's lane changes ``known``, so objects sharing it take turns as their calls do.
+    """
+
+    __slots__ = ("identity", "known", "size", "tool_names", "users")
+
+    def __init__(self, identity: tuple[Any, ...]) -> None:
+        self.identity = identity
+        self.known: dict[str, tuple[int, list[Any]]] = {}
+        self.tool_names: dict[str, str] = {}
+        self.size = 0  # the JSON bytes of the items read or written, roughly
+        self.users = 0
+
+    @staticmethod
+    def adopt(shared: SharedSession, session: Session) -> _Kept | None:
+        """The kept items of ``session`` (made now if none), one more user counted;
+        ``None`` for a repository named by its object (kept there already, or not
+        worth keeping: an in-memory one)."""
+        key = shared.key
+        if len(key) < 2 or isinstance(key[1], int):
+            return None
+        engine = _engine_of(session.storage)
+        first = None
+        if engine is not None and engine.stats()[0]:
+            first = engine.id_of(0)
+        header = session.storage.get_metadata()
+        identity = (header.timestamp, first)
+        with _kept_lock:
+            kept = _kept.pop(key, None)
+            if kept is None or not kept.same_file(identity):
+                kept = _Kept(identity)
+            _kept[key] = kept  # the most recently used last
+            kept.users += 1
+        return kept
+
+    def same_file(self, identity: tuple[Any, ...]) -> bool:
+        """Whether ``identity`` (the header's timestamp, the first entry's id) is the file
+        these items were read from (a file that had no entry then may have one now)."""
+        stamp, first = identity
+        if stamp != self.identity[0]:
+            return False
+        if self.identity[1] is None:
+            self.identity = identity
+            return True
+        return first == self.identity[1]
+
+    def leave(self) -> None:
+        """One user fewer; then the kept sessions beyond the budget are let go."""
+        with _kept_lock:
+            self.users -= 1
+            _trim()
+
+
+_kept: dict[tuple[Any, ...], _Kept] = {}
+_kept_lock = threading.Lock()
+_kept_budget = [256 << 20]
+# At most this many sessions kept with no object open on them, however small.
+_KEPT_MOST: Final = 1024
+
+
+def _trim() -> None:
+    """Lets the least recently used kept sessions no object has open go until the rest
+    fit the budget (``_kept_lock`` held)."""
+    total = sum(k.size for k in _kept.values())
+    idle = sum(1 for k in _kept.values() if k.users <= 0)
+    for key in list(_kept):
+        if total <= _kept_budget[0] and idle <= _KEPT_MOST:
+            break
+        kept = _kept[key]
+        if kept.users <= 0:
+            del _kept[key]
+            total -= kept.size
+            idle -= 1
+
+
+def set_kept_bytes(budget: int) -> int:
+    """Sets how much the process keeps of the sessions no :class:`OpenAIAgentsSession` has
+    open (the JSON size of their items; their Python objects take about twice that), for
+    the next open to reuse; returns the previous budget. ``0`` keeps nothing past the
+    last close. The default is 256 MiB (and at most 1,024 sessions)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise SessionError("invalid_argument", "budget must be an int >= 0")
+    with _kept_lock:
+        previous = _kept_budget[0]
+        _kept_budget[0] = budget
+        if budget == 0:
+            for key in [k for k, v in _kept.items() if v.users <= 0]:
+                del _kept[key]
+        _trim()
+    return previous
 
 
 # ``get_items``' limit when every item is wanted whatever ``session_settings`` says.
