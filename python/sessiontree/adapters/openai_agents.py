@@ -1736,7 +1736,7 @@ class _Kept:
         if self.identity[1] is None:
             self.identity = identity
             return True
-        return first == self.identity[1]
+        return bool(first == self.identity[1])
 
     def leave(self) -> None:
         """One user fewer; then the kept sessions beyond the budget are let go."""
