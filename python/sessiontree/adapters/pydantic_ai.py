@@ -774,6 +774,13 @@ class PydanticAIConversationStore(ConversationStore):
                 for given in new_entries:
                     if given.id in written:
                         index.shared[given.id] = given
+            elif self._copies == "tail":
+                # The store's own objects, decoded from the JSON just kept, never the ones
+                # it was given: so the next load walks up to them, not the whole path.
+                for e, _ in new:
+                    made = index.entry(e)
+                    if made is not None:
+                        index.shared[e.id] = made
             index.records[record.conversation_id] = data
 
         await self._run(write)
