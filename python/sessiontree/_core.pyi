@@ -28,6 +28,7 @@ __all__ = [
     "copy_json",
     "copy_json_items",
     "json_loads",
+    "openai_item_lines",
     "pi_name",
     "reparent_line",
     "search_documents",
@@ -285,6 +286,21 @@ def copy_json(value: Any) -> Any:
 
 def copy_json_items(items: list[Any]) -> list[Any]:
     """A new list of :func:`copy_json` copies of ``items``, the collector paused once."""
+
+def openai_item_lines(
+    items: list[Any],
+    ids: list[str],
+    stamp: str,
+    ms: int,
+    provider: str,
+    model: str,
+    names: dict[str, str],
+    residual_key: str,
+) -> list[bytes | None]:
+    """The OpenAI adapter's batch writer (``rust/py/items.rs``): each response item's
+    entry line (``ids[k]`` its id, the one before it its parent, the first a root), or
+    ``None`` for an item left to the adapter's Python path; ``names`` learns the tool
+    names of the function calls, in order."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

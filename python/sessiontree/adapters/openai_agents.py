@@ -33,13 +33,14 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from .. import _core
-from .._util import now_ms, uuid7
+from .._util import now_iso, now_ms, uuid7
 from ..errors import ClosedError, InvalidArgumentError, SessionError
 from ..model.entries import CompactionEntry, CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
@@ -1325,6 +1326,12 @@ class OpenAIAgentsSession:
         # A big batch makes many acyclic objects (messages, pristine items): the
         # collector's passes over them would cost more than the batch (see paused_gc).
         bulk = len(items) > _INLINE_ITEMS
+        if bulk:
+            with paused_gc():
+                lines = self._plan_lines(items)
+            if lines is not None:
+                await self._in_lane(lambda session: self._write_lines(session, items, *lines))
+                return
         with paused_gc() if bulk else contextlib.nullcontext():
             planned, texts = self._plan(items)
 
@@ -1337,7 +1344,6 @@ class OpenAIAgentsSession:
         self._check_fits(planned, texts)
 
         def write(session: Session) -> None:
-            view = self._view
             leaf = session.get_leaf_id()
             try:
                 ids = append_all(session)
@@ -1346,16 +1352,13 @@ class OpenAIAgentsSession:
                     with contextlib.suppress(Exception):
                         session.move_to(leaf)
                 raise
-            extend = view.ok and view.leaf == leaf
             if self._kept is not None:
                 self._kept.size += sum(map(len, texts))
-            for entry_id, (thing, pristine) in zip(ids, planned, strict=True):
-                found = (_ITEM, [pristine if isinstance(thing, AgentMessage) else thing.item])
-                self._known[entry_id] = found
-                if extend:
-                    view.push(entry_id, *found)
-            if extend:
-                view.leaf = ids[-1]
+            self._keep_appended(
+                leaf,
+                ids,
+                [p if isinstance(t, AgentMessage) else t.item for t, p in planned],
+            )
 
         if len(planned) <= _INLINE_ITEMS and sum(map(len, texts)) <= _INLINE_BYTES:
             # A turn's few small items: written inline when the session's lane is idle
@@ -1378,23 +1381,130 @@ class OpenAIAgentsSession:
                 raise ItemTypeError(
                     "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
                 )
-            try:
-                text = to_json(item, f"item {n}")
-            except SessionError as exc:
-                raise ItemTypeError(exc.code, exc.message) from exc.__cause__
             self._learn_tool_names([item])
-            # The item as get_items gives it back (its JSON's value), never handed out.
-            pristine = _pristine(item, text)
-            message = _to_message(
-                pristine,
-                text,
-                tool_names=self._tool_names,
-                provider=self._provider,
-                model=self._model,
-            )
-            planned.append((message if message is not None else _Custom(pristine), pristine))
+            thing, text = self._plan_item(n, item)
+            planned.append(thing)
             texts.append(text)
         return planned, texts
+
+    def _plan_item(self, n: int, item: dict[str, Any]) -> tuple[_Planned, str]:
+        """:meth:`_plan` of item ``n`` (a dict, its tool name learnt)."""
+        try:
+            text = to_json(item, f"item {n}")
+        except SessionError as exc:
+            raise ItemTypeError(exc.code, exc.message) from exc.__cause__
+        # The item as get_items gives it back (its JSON's value), never handed out.
+        pristine = _pristine(item, text)
+        message = _to_message(
+            pristine,
+            text,
+            tool_names=self._tool_names,
+            provider=self._provider,
+            model=self._model,
+        )
+        return (message if message is not None else _Custom(pristine), pristine), text
+
+    def _plan_lines(self, items: list[Any]) -> tuple[list[str], list[bytes], list[Any]] | None:
+        """A big batch's entry lines, written from the items in Rust
+        (``_core.openai_item_lines``: no message objects), each item the Python path
+        declines mapped and encoded as :meth:`_plan` does: (entry ids, lines, the items as
+        ``get_items`` gives them back). ``None`` where the lines cannot go to the engine as
+        they are (a storage without batches, another dialect, a context cache to tell).
+        Every item is checked before anything is written (``ItemTypeError``)."""
+        sync = self._session.session
+        storage = batch_storage(sync)
+        if storage is None or _engine_of(storage) is None or sync._context_cache is not None:
+            return None
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ItemTypeError(
+                    "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
+                )
+        ids = _batch_ids(len(items))
+        stamp = now_iso()
+        lines = _core.openai_item_lines(
+            items,
+            ids,
+            stamp,
+            now_ms(),
+            self._provider,
+            self._model,
+            self._tool_names,
+            RESIDUAL_KEY,
+        )
+        done: list[bytes] = []
+        pristines: list[Any] = []
+        for n, (item, line) in enumerate(zip(items, lines, strict=True)):
+            if line is not None:
+                done.append(line)
+                pristines.append(_copy_one(item))
+                continue
+            (thing, pristine), _ = self._plan_item(n, item)
+            parent = ids[n - 1] if n else None
+            entry: SessionTreeEntry = (
+                CustomEntry(
+                    id=ids[n],
+                    parent_id=parent,
+                    timestamp=stamp,
+                    custom_type=ITEM_CUSTOM_TYPE,
+                    data=thing.item,
+                )
+                if isinstance(thing, _Custom)
+                else MessageEntry(id=ids[n], parent_id=parent, timestamp=stamp, message=thing)
+            )
+            done.append(_entry_json(entry))
+            pristines.append(pristine)
+        return ids, done, pristines
+
+    def _write_lines(
+        self,
+        session: Session,
+        items: list[Any],
+        ids: list[str],
+        lines: list[bytes],
+        pristines: list[Any],
+    ) -> None:
+        """Appends the lines :meth:`_plan_lines` made under the leaf, as one unit, and
+        keeps their items. Should an id be taken in the session by now (about one batch
+        in 40,000 of 10k entries) or a context cache have appeared, the batch goes the
+        Python path's way instead."""
+        storage: Any = session.storage  # an engine storage (_plan_lines)
+        engine = storage._engine
+        leaf = storage.get_leaf_id()
+        if session._context_cache is not None or any(
+            engine.lookup(entry_id) is not None for entry_id in ids
+        ):
+            with paused_gc():
+                planned, _ = self._plan(items)
+                try:
+                    ids = _append_planned(session, planned)
+                except BaseException:
+                    if session.get_leaf_id() != leaf:
+                        with contextlib.suppress(Exception):
+                            session.move_to(leaf)
+                    raise
+            pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
+        else:
+            if leaf is not None:
+                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
+            with paused_gc():
+                storage._append_lines(lines)  # all or nothing: checked whole, one write
+        if self._kept is not None:
+            self._kept.size += sum(map(len, lines))
+        self._keep_appended(leaf, ids, pristines)
+
+    def _keep_appended(self, leaf: str | None, ids: list[str], pristines: list[Any]) -> None:
+        """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
+        and extends the view when it ended at ``leaf``."""
+        view = self._view
+        extend = view.ok and view.leaf == leaf
+        for entry_id, pristine in zip(ids, pristines, strict=True):
+            found = (_ITEM, [pristine])
+            self._known[entry_id] = found
+            if extend:
+                view.push(entry_id, *found)
+        if extend:
+            view.leaf = ids[-1]
 
     def _check_fits(self, planned: list[_Planned], texts: list[str]) -> None:
         """Refuses a batch any entry of which the engine would refuse (depth, line size),
@@ -1754,8 +1864,8 @@ _KEPT_MOST: Final = 1024
 
 def _trim() -> None:
     """Lets the least recently used kept sessions no object has open go until the rest
-    fit the budget (``_kept_lock`` held)."""
-    total = sum(k.size for k in _kept.values())
+    of those fit the budget (``_kept_lock`` held)."""
+    total = sum(k.size for k in _kept.values() if k.users <= 0)
     idle = sum(1 for k in _kept.values() if k.users <= 0)
     for key in list(_kept):
         if total <= _kept_budget[0] and idle <= _KEPT_MOST:
@@ -1782,6 +1892,22 @@ def set_kept_bytes(budget: int) -> int:
                 del _kept[key]
         _trim()
     return previous
+
+
+def _batch_ids(count: int) -> list[str]:
+    """``count`` distinct new entry ids (8 hex digits, as the engine makes them); whether
+    the session has one already is checked when the batch is written."""
+    while True:
+        raw = os.urandom(4 * count).hex()
+        ids = [raw[k : k + 8] for k in range(0, 8 * count, 8)]
+        if len(set(ids)) == count:
+            return ids
+
+
+def _entry_json(entry: SessionTreeEntry) -> bytes:
+    from ..storage.engine import _entry_lines
+
+    return _entry_lines([entry])[0]
 
 
 # ``get_items``' limit when every item is wanted whatever ``session_settings`` says.
