@@ -11,8 +11,11 @@
 //! one holding anything else (a tuple, a subclass, a wide int, NaN, a lone surrogate), is
 //! declined (`None`), for the adapter's Python path to map, check and refuse as it does.
 
+use std::borrow::Cow;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use serde_json::value::RawValue;
 
 use crate::engine::json_text::{push_f64, push_i64, push_str};
 
@@ -427,6 +430,316 @@ pub fn openai_item_lines<'py>(
                 line.extend_from_slice(b"}}");
                 out.append(PyBytes::new(py, &line))?;
             }
+            Err(Decline) => out.append(py.None())?,
+        }
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ lines -> items
+
+/// What the adapter's view calls an entry (`_ITEM`, `_COMPACTION`, `_OTHER`).
+const ITEM: i64 = 1;
+const COMPACTION: i64 = 2;
+const OTHER: i64 = 0;
+
+#[derive(serde::Deserialize)]
+struct LineIn<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    message: Option<MessageIn<'a>>,
+    #[serde(default, borrow)]
+    custom_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct MessageIn<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(borrow)]
+    content: Content<'a>,
+    #[serde(default, borrow)]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(rename = "openai_agents", default, borrow)]
+    residual: Option<&'a RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct BlockIn<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// The message's content: its text, or its blocks.
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<BlockIn<'a>>),
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a list of blocks")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(b) = seq.next_element()? {
+                    blocks.push(b);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+fn py_json<'py>(py: Python<'py>, raw: &RawValue) -> Result<Bound<'py, PyAny>, Decline> {
+    Ok(super::pyjson::loads(py, raw.get().as_bytes())?)
+}
+
+/// `{**rest, key: value}` of a freshly parsed `rest` (changed in place: it is ours).
+fn with<'py>(
+    rest: &Bound<'py, PyAny>,
+    key: &str,
+    value: &str,
+) -> Result<Bound<'py, PyAny>, Decline> {
+    let d = rest.cast_exact::<PyDict>().map_err(|_| Decline)?;
+    d.set_item(key, value)?;
+    Ok(rest.clone())
+}
+
+/// The rest of a residual's blocks (`_blocks_from_dicts`) for text blocks only.
+fn text_blocks<'py>(
+    py: Python<'py>,
+    blocks: &[BlockIn<'_>],
+    rest: &Bound<'py, PyAny>,
+) -> Result<Bound<'py, PyAny>, Decline> {
+    let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
+    if rest.len() != blocks.len() {
+        return Err(Decline);
+    }
+    let out = PyList::empty(py);
+    for (b, r) in blocks.iter().zip(rest.iter()) {
+        if b.kind != "text" {
+            return Err(Decline);
+        }
+        out.append(with(&r, "text", b.text.as_deref().ok_or(Decline)?)?)?;
+    }
+    Ok(out.into_any())
+}
+
+/// The item a mapped message line stands for (`_item_from_message_dict`).
+fn item_of<'py>(
+    py: Python<'py>,
+    m: MessageIn<'_>,
+    names: &Bound<'py, PyDict>,
+) -> Result<Bound<'py, PyAny>, Decline> {
+    let residual = py_json(py, m.residual.ok_or(Decline)?)?;
+    let item = residual
+        .cast_exact::<PyDict>()
+        .map_err(|_| Decline)?
+        .clone();
+    let content = m.content;
+    let rest_of = |key: &str| -> Result<Option<Bound<'py, PyAny>>, Decline> {
+        Ok(item.get_item(key)?.filter(|v| !v.is_none()))
+    };
+    match m.role.as_ref() {
+        "user" => match (rest_of("content")?, content) {
+            (None, Content::Text(t)) => item.set_item("content", t.as_ref())?,
+            (Some(rest), Content::Blocks(blocks)) => {
+                item.set_item("content", text_blocks(py, &blocks, &rest)?)?;
+            }
+            _ => return Err(Decline),
+        },
+        "tool_result" => {
+            let Content::Blocks(blocks) = content else {
+                return Err(Decline);
+            };
+            item.set_item("call_id", m.tool_call_id.as_deref().ok_or(Decline)?)?;
+            match rest_of("output")? {
+                None => {
+                    let mut joined = String::new();
+                    for b in blocks.iter().filter(|b| b.kind == "text") {
+                        joined.push_str(b.text.as_deref().ok_or(Decline)?);
+                    }
+                    item.set_item("output", joined)?;
+                }
+                Some(rest) => item.set_item("output", text_blocks(py, &blocks, &rest)?)?,
+            }
+        }
+        "assistant" => {
+            let Content::Blocks(blocks) = content else {
+                return Err(Decline);
+            };
+            let kind = item.get_item("type")?;
+            let kind = match &kind {
+                Some(k) if k.is_instance_of::<PyString>() => Some(text(k)?.to_owned()),
+                _ => None,
+            };
+            match kind.as_deref() {
+                Some("function_call") => {
+                    let [call] = blocks.as_slice() else {
+                        return Err(Decline);
+                    };
+                    if call.kind != "tool_call" {
+                        return Err(Decline);
+                    }
+                    let marker = item.get_item("arguments")?;
+                    let compact = match &marker {
+                        None => Some(false),
+                        Some(v) if v.is_none() => Some(false),
+                        Some(v) if v.is_exact_instance_of::<PyInt>() => {
+                            if v.extract::<i64>()? == 1 {
+                                Some(true)
+                            } else {
+                                return Err(Decline);
+                            }
+                        }
+                        Some(_) => None,
+                    };
+                    item.set_item("call_id", call.id.as_deref().ok_or(Decline)?)?;
+                    let (call_id, name) = (
+                        call.id.as_deref().ok_or(Decline)?,
+                        call.name.as_deref().ok_or(Decline)?,
+                    );
+                    item.set_item("name", name)?;
+                    names.set_item(call_id, name)?;
+                    if let Some(compact) = compact {
+                        let args: serde_json::Value =
+                            serde_json::from_str(call.arguments.ok_or(Decline)?.get())
+                                .map_err(|_| Decline)?;
+                        let mut out = Vec::new();
+                        python_dumps(&mut out, &args, compact).ok_or(Decline)?;
+                        let out = String::from_utf8(out).map_err(|_| Decline)?;
+                        item.set_item("arguments", out)?;
+                    }
+                }
+                Some("reasoning") => {
+                    let rest = item.get_item("summary")?.ok_or(Decline)?;
+                    let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
+                    if rest.len() != blocks.len() {
+                        return Err(Decline);
+                    }
+                    let out = PyList::empty(py);
+                    for (b, r) in blocks.iter().zip(rest.iter()) {
+                        if b.kind == "thinking" {
+                            out.append(with(&r, "text", b.thinking.as_deref().ok_or(Decline)?)?)?;
+                        }
+                    }
+                    item.set_item("summary", out)?;
+                }
+                _ => {
+                    let texts: Vec<&str> = blocks
+                        .iter()
+                        .filter(|b| b.kind == "text")
+                        .map(|b| b.text.as_deref().ok_or(Decline))
+                        .collect::<Result<_, _>>()?;
+                    match rest_of("content")? {
+                        None => item.set_item("content", *texts.first().ok_or(Decline)?)?,
+                        Some(rest) => {
+                            let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
+                            if rest.len() != texts.len() {
+                                return Err(Decline);
+                            }
+                            let out = PyList::empty(py);
+                            for (t, r) in texts.iter().zip(rest.iter()) {
+                                let d = r.cast_exact::<PyDict>().map_err(|_| Decline)?;
+                                let refusal = d.get_item("type")?.is_some_and(|k| {
+                                    k.cast::<PyString>()
+                                        .is_ok_and(|s| s.to_str().ok() == Some("refusal"))
+                                });
+                                out.append(with(&r, if refusal { "refusal" } else { "text" }, t)?)?;
+                            }
+                            item.set_item("content", out)?;
+                        }
+                    }
+                }
+            }
+        }
+        _ => return Err(Decline),
+    }
+    Ok(item.into_any())
+}
+
+/// What one line is for the adapter's view (`_items_from_line`): `(code, items)`, or
+/// `None` where only the entry object can say.
+fn known_of<'py>(
+    py: Python<'py>,
+    line: &[u8],
+    custom_type: &str,
+    names: &Bound<'py, PyDict>,
+) -> Result<Bound<'py, PyAny>, Decline> {
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
+    let l: LineIn<'_> = serde_json::from_str(text).map_err(|_| Decline)?;
+    let (code, items) = match l.kind.as_ref() {
+        "message" => (ITEM, vec![item_of(py, l.message.ok_or(Decline)?, names)?]),
+        "custom" if l.custom_type.as_deref() == Some(custom_type) => {
+            let data = py_json(py, l.data.ok_or(Decline)?)?;
+            if let Ok(d) = data.cast_exact::<PyDict>() {
+                learn(d, names)?;
+            }
+            (ITEM, vec![data])
+        }
+        "compaction" => (COMPACTION, Vec::new()),
+        _ => (OTHER, Vec::new()),
+    };
+    Ok((code, PyList::new(py, items)?)
+        .into_pyobject(py)?
+        .into_any())
+}
+
+/// For each entry line, what the OpenAI adapter's view keeps of it: `(1, [item])` for an
+/// item entry (a message the adapter mapped, or a custom entry of `custom_type`), `(2, [])`
+/// for a compaction, `(0, [])` for any other entry, or `None` where the adapter's Python
+/// path must say (a message it did not map, a shape this reader does not vouch for). The
+/// same items `_items_from_line` gives, built straight from the line; `names` (call id
+/// -> tool name) learns the name of every function call read.
+#[pyfunction]
+pub fn openai_items_of_lines<'py>(
+    py: Python<'py>,
+    lines: &Bound<'py, PyList>,
+    custom_type: &str,
+    residual_key: &str,
+    names: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyList>> {
+    if residual_key != "openai_agents" {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "the reader knows the residual key \"openai_agents\" only",
+        ));
+    }
+    let out = PyList::empty(py);
+    for line in lines.iter() {
+        let line = line.cast::<PyBytes>()?;
+        match known_of(py, line.as_bytes(), custom_type, names) {
+            Ok(found) => out.append(found)?,
             Err(Decline) => out.append(py.None())?,
         }
     }

@@ -117,10 +117,18 @@ def test_a_batch_reads_back_exactly_and_as_the_item_by_item_lines(tmp_path: Path
         _same(await one.get_items(), want)
         await batch.close()
         await one.close()
-        set_kept_bytes(set_kept_bytes(0))  # a first read, as a new process makes it
-        again = await OpenAIAgentsSession.open(repo, "batch")
-        _same(await again.get_items(), want)
-        await again.close()
+        for name in ("batch", "one"):
+            set_kept_bytes(set_kept_bytes(0))  # a first read, as a new process makes it
+            again = await OpenAIAgentsSession.open(repo, name)
+            _same(await again.get_items(), want)
+            # The tool names were learnt from the lines: a new output names its tool.
+            await again.add_items(
+                [{"type": "function_call_output", "call_id": "c1", "output": "x"}]
+            )
+            sync_session = again.session.session
+            entry = sync_session.get_entry(sync_session.get_leaf_id())
+            assert entry is not None and entry.message.tool_name == "read"
+            await again.close()
         # The batch's lines are the item-by-item ones (ids and times aside), and every
         # entry is one the session's own reader loads.
         sync = st.JsonlSessionRepo(tmp_path)
@@ -130,7 +138,7 @@ def test_a_batch_reads_back_exactly_and_as_the_item_by_item_lines(tmp_path: Path
             engine = session.storage._engine
             idxs = engine.path_indices(session.get_leaf_id(), True)
             lines[name] = [_normal(line) for line in engine.lines(idxs)]
-            assert len(session.get_branch()) == len(items)
+            assert len(session.get_branch()) == len(items) + 1
             session.close()
         assert lines["batch"] == lines["one"]
 

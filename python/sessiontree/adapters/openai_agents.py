@@ -37,7 +37,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from .. import _core
 from .._util import now_iso, now_ms, uuid7
@@ -1243,27 +1243,37 @@ class OpenAIAgentsSession:
         loads = _core.json_loads
         from_line = _items_from_line
         kept = self._kept
-        for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
-            if kept is not None:
-                kept.size += len(raw)
+        lines = storage._engine.lines(idxs)
+        if kept is not None:
+            kept.size += sum(map(len, lines))
+        # Straight from the lines to the items in Rust; a line it leaves (None) is read
+        # here as before: parsed, then its entry object where the dict cannot say.
+        fast = _core.openai_items_of_lines(lines, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names)
+        if None not in fast:
+            known.update(zip(ids, cast("list[tuple[int, list[Any]]]", fast), strict=True))
+            return
+        for entry_id, raw, found in zip(ids, lines, fast, strict=True):
+            if found is not None:
+                known[entry_id] = found  # its tool name learnt by the reader
+                continue
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
                 self._known_entry_id(storage, entry_id)
                 continue
             is_item, items = made
-            if is_item:
-                known[entry_id] = (_ITEM, items)
-                item = items[0]
-                if type(item) is dict and item.get("type") == "function_call":
-                    call_id, name = item.get("call_id"), item.get("name")
-                    if isinstance(call_id, str) and isinstance(name, str):
-                        names[call_id] = name
-            else:
+            if not is_item:
                 known[entry_id] = (
                     _COMPACTION if line.get("type") == "compaction" else _OTHER,
                     items,
                 )
+                continue
+            known[entry_id] = (_ITEM, items)
+            item = items[0]
+            if type(item) is dict and item.get("type") == "function_call":
+                call_id, name = item.get("call_id"), item.get("name")
+                if isinstance(call_id, str) and isinstance(name, str):
+                    names[call_id] = name
 
     def _known_entry_id(self, storage: Any, entry_id: str) -> tuple[int, list[Any]]:
         entry = storage.get_entry(entry_id)
