@@ -1442,6 +1442,8 @@ class OpenAIAgentsSession:
             self._tool_names,
             RESIDUAL_KEY,
         )
+        if None not in lines:
+            return ids, cast("list[bytes]", lines), _copy_items(items)
         done: list[bytes] = []
         pristines: list[Any] = []
         for n, (item, line) in enumerate(zip(items, lines, strict=True)):
