@@ -104,3 +104,25 @@ def test_the_budget_lets_idle_sessions_go(tmp_path: Path) -> None:
         assert err.value.code == "invalid_argument"
 
     run(main())
+
+
+def test_a_postgres_session_is_shared_while_open_and_not_kept(
+    pg_server: Any, pg_schema: str
+) -> None:
+    async def main() -> None:
+        with st.PostgresSessionRepo(pg_server.dsn, schema=pg_schema) as sync:
+            repo = st.AsyncSessionRepo(sync)
+            first = await OpenAIAgentsSession.open(repo, "user:pg-kept")
+            second = await OpenAIAgentsSession.open(repo, "user:pg-kept")
+            assert second._known is first._known
+            await first.add_items([_user("a")])
+            assert await second.get_items() == [_user("a")]
+            await first.close()
+            await second.close()
+            # What a PostgreSQL read costs is not measured: nothing stays past the close.
+            assert not [k for k in openai_agents._kept if k[-1] == "user:pg-kept"]
+            again = await OpenAIAgentsSession.open(repo, "user:pg-kept")
+            assert await again.get_items() == [_user("a")]
+            await again.close()
+
+    run(main())

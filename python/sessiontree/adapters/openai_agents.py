@@ -1041,7 +1041,11 @@ class OpenAIAgentsSession:
         self._sdk_id = sdk_id
         self._shared = shared
         self._limits = limits_of(repo)
-        kept = _Kept.adopt(shared, shared.session.session)
+        try:
+            kept = _Kept.adopt(shared, shared.session.session)
+        except BaseException:
+            await shared.release()
+            raise
         if kept is not None:
             self._kept = kept
             self._known = kept.known
@@ -1814,17 +1818,21 @@ class _Kept:
     once, not once per request. Named by the registry's key (the repository's directory
     or conninfo and the session id) and checked against the file's identity (the header's
     timestamp and the first entry's id), so a session deleted and created again starts
-    afresh. Only a
-    session's lane changes ``known``, so objects sharing it take turns as their calls do.
+    afresh. A storage without the engine's lines (PostgreSQL) shares them while open and
+    keeps nothing past the last close. Only a session's lane changes ``known``, so objects
+    sharing it take turns as their calls do.
     """
 
-    __slots__ = ("identity", "known", "size", "tool_names", "users")
+    __slots__ = ("identity", "known", "measured", "size", "tool_names", "users")
 
-    def __init__(self, identity: tuple[Any, ...]) -> None:
+    def __init__(self, identity: tuple[Any, ...], measured: bool = True) -> None:
         self.identity = identity
         self.known: dict[str, tuple[int, list[Any]]] = {}
         self.tool_names: dict[str, str] = {}
         self.size = 0  # the JSON bytes of the items read or written, roughly
+        # Whether ``size`` counts what is read: not for a storage without the engine's
+        # lines (PostgreSQL), whose items are shared while open but not kept past that.
+        self.measured = measured
         self.users = 0
 
     @staticmethod
@@ -1844,7 +1852,7 @@ class _Kept:
         with _kept_lock:
             kept = _kept.pop(key, None)
             if kept is None or not kept.same_file(identity):
-                kept = _Kept(identity)
+                kept = _Kept(identity, measured=engine is not None)
             _kept[key] = kept  # the most recently used last
             kept.users += 1
         return kept
@@ -1877,6 +1885,8 @@ _KEPT_MOST: Final = 1024
 def _trim() -> None:
     """Lets the least recently used kept sessions no object has open go until the rest
     of those fit the budget (``_kept_lock`` held)."""
+    for key in [k for k, v in _kept.items() if v.users <= 0 and not v.measured]:
+        del _kept[key]
     total = sum(k.size for k in _kept.values() if k.users <= 0)
     idle = sum(1 for k in _kept.values() if k.users <= 0)
     for key in list(_kept):
