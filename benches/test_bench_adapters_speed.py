@@ -8,7 +8,10 @@ file), on a history of ``n`` items (10k and 100k with ``--bench-real``):
 - ``openai-turn``: an agent turn as the ``Runner`` makes it: ``add_items`` of 2 items, then
   ``get_items()`` of the whole history, on the object that holds the session
   (``sessiontree-shared``: opened with ``item_copies="shared"``).
-- ``openai-reopen``: open the session (a new object), ``get_items()``, close.
+- ``openai-reopen``: open the session (a new object), ``get_items()``, close, in one
+  process (the SDK's pattern of one session object per request; the process keeps the
+  converted items past the close); ``sessiontree-cold`` empties that store of the process
+  (``set_kept_bytes(0)``) before each round: a first read, as a new process makes it.
 - ``openai-add-batch``: ``add_items`` of the whole history at once, into a new session.
 - ``openai-add-one``: ``add_items`` of one item at a time (at most 10k items).
 - ``openai-branch``: branch from the middle turn, against ``AdvancedSQLiteSession``'s
@@ -16,7 +19,8 @@ file), on a history of ``n`` items (10k and 100k with ``--bench-real``):
 
 pydantic-ai: ``pydantic-turn``, ``load`` + ``save`` of 2 new messages, at a tenth of ``n``
 and at ``n`` messages (at most 10k), against ``InMemoryConversationStore``
-(``sessiontree-shared``: the store opened with ``message_copies="shared"``).
+(``sessiontree``: the default ``message_copies="tail"``; ``sessiontree-fresh`` and
+``sessiontree-shared``: the store opened with ``"fresh"`` or ``"shared"``).
 
 Claude Agent SDK: ``claude-load`` (a new store object each round: the first load after
 opening) and ``claude-append`` (one batch of 2 entries) on a transcript of ``n`` entries,
@@ -276,7 +280,7 @@ def test_openai_turn(
     benchmark.extra_info.update(scenario="openai-turn", impl=impl, n=n)
 
 
-@pytest.mark.parametrize("impl", OPENAI)
+@pytest.mark.parametrize("impl", [*OPENAI, "sessiontree-cold"])
 @pytest.mark.parametrize("size", _size_params())
 def test_openai_reopen(
     benchmark: BenchmarkFixture,
@@ -310,7 +314,18 @@ def test_openai_reopen(
             async with await OpenAIAgentsSession.open(repo, "bench") as ours:
                 return await ours.get_items()
 
-        got = _pedantic(benchmark, lambda: _run(loop, reopen()), _rounds(bench, n, slow=True))
+        from sessiontree.adapters.openai_agents import set_kept_bytes
+
+        def forget() -> None:
+            set_kept_bytes(set_kept_bytes(0))
+
+        setup: Callable[[], Any] | None = forget if impl == "sessiontree-cold" else None
+        if impl == "sessiontree":
+            _run(loop, reopen())  # an earlier request of the process read the session
+
+        got = _pedantic(
+            benchmark, lambda: _run(loop, reopen()), _rounds(bench, n, slow=True), setup=setup
+        )
         _same(got, history.items)
     finally:
         loop.close()
@@ -515,7 +530,9 @@ def _conversation(n: int, start: int = 0) -> list[Any]:
     return out[:n]
 
 
-@pytest.mark.parametrize("impl", ["sessiontree", "sessiontree-shared", "in-memory"])
+@pytest.mark.parametrize(
+    "impl", ["sessiontree", "sessiontree-fresh", "sessiontree-shared", "in-memory"]
+)
 @pytest.mark.parametrize("length", ["tenth", "full"])
 @pytest.mark.parametrize("size", _size_params())
 def test_pydantic_turn(
@@ -542,7 +559,9 @@ def test_pydantic_turn(
             store = InMemoryConversationStore()
         else:
             repo = st.AsyncSessionRepo(st.JsonlSessionRepo(scratch))
-            copies: Any = "shared" if impl == "sessiontree-shared" else "fresh"
+            copies: Any = {"sessiontree-shared": "shared", "sessiontree-fresh": "fresh"}.get(
+                impl, "tail"
+            )
             store = _run(
                 loop, PydanticAIConversationStore.open(repo, "bench", message_copies=copies)
             )

@@ -29,6 +29,8 @@ __all__ = [
     "copy_json",
     "copy_json_items",
     "json_loads",
+    "openai_item_lines",
+    "openai_items_of_lines",
     "pi_name",
     "reparent_line",
     "search_branch_members",
@@ -288,6 +290,29 @@ def copy_json(value: Any) -> Any:
 
 def copy_json_items(items: list[Any]) -> list[Any]:
     """A new list of :func:`copy_json` copies of ``items``, the collector paused once."""
+
+def openai_item_lines(
+    items: list[Any],
+    ids: list[str],
+    stamp: str,
+    ms: int,
+    provider: str,
+    model: str,
+    names: dict[str, str],
+    residual_key: str,
+) -> list[bytes | None]:
+    """The OpenAI adapter's batch writer (``rust/py/items.rs``): each response item's
+    entry line (``ids[k]`` its id, the one before it its parent, the first a root), or
+    ``None`` for an item left to the adapter's Python path; ``names`` learns the tool
+    names of the function calls, in order."""
+
+def openai_items_of_lines(
+    lines: list[bytes], custom_type: str, residual_key: str, names: dict[str, str]
+) -> list[tuple[int, list[Any]] | None]:
+    """The OpenAI adapter's reader (``rust/py/items.rs``): for each entry line,
+    ``(1, [item])`` for an item entry, ``(2, [])`` for a compaction, ``(0, [])`` for
+    any other entry, or ``None`` where the adapter's Python path must read it; ``names``
+    learns the tool name of each function call read."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

@@ -1,8 +1,10 @@
 """The pydantic-ai store's ``message_copies="shared"`` (issue 27, item 4): a load hands out
 the same message objects each time, built once, so a turn (load, then save the new
-messages) builds only what is new; ``"fresh"`` (the default) hands out new objects each
-time, as pydantic-ai's ``InMemoryConversationStore`` does. Both load what was saved, by
-this store, another store on the session, or another process's (a new index)."""
+messages) builds only what is new; ``"fresh"`` hands out new objects each time, as
+pydantic-ai's ``InMemoryConversationStore`` does; ``"tail"`` (the default, item 3 of the
+issue's closing note) shares the history up to its last request and hands out new objects
+from there on, the part an agent run changes in place. All load what was saved, by this
+store, another store on the session, or another process's (a new index)."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def test_shared_loads_hand_out_the_same_objects_and_fresh_ones_new(tmp_path: Pat
     async def main() -> None:
         repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
         shared = await PydanticAIConversationStore.open(repo, "s", message_copies="shared")
-        fresh = await PydanticAIConversationStore.open(repo, "s")
+        fresh = await PydanticAIConversationStore.open(repo, "s", message_copies="fresh")
         await shared.save(Conversation(conversation_id="c", messages=_turn(0)))
         a = (await shared.load("c")).messages
         b = (await shared.load("c")).messages
@@ -107,5 +109,59 @@ def test_message_copies_is_checked(tmp_path: Path) -> None:
         with pytest.raises(st.SessionError) as err:
             await PydanticAIConversationStore.open(repo, "s", message_copies="deep")  # type: ignore[arg-type]
         assert err.value.code == "invalid_argument"
+
+    run(main())
+
+
+def test_tail_loads_share_the_history_but_not_its_tail(tmp_path: Path) -> None:
+    async def main() -> None:
+        repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        store = await PydanticAIConversationStore.open(repo, "s")
+        given = _turn(0) + _turn(1)
+        await store.save(Conversation(conversation_id="c", messages=given))
+        a = (await store.load("c")).messages
+        b = (await store.load("c")).messages
+        assert a == b == given
+        # The last request is at -2: from there on new objects each load, before it the
+        # store's own objects (never the ones the save was given).
+        assert all(x is y for x, y in zip(a[:-2], b[:-2], strict=True))
+        assert not any(x is y for x, y in zip(a[-2:], b[-2:], strict=True))
+        assert not any(x is y for x, y in zip(a, given, strict=True))
+        # What an agent run does to the tail (pydantic-ai fills the persisted request's
+        # run metadata and appends parts to it) stays out of later loads.
+        request = a[-2]
+        assert isinstance(request, ModelRequest)
+        request.run_id = "run-x"
+        request.parts = [*request.parts, UserPromptPart("added", timestamp=WHEN)]
+        again = (await store.load("c")).messages
+        assert again == given
+        # Turns keep building on the shared history.
+        conversation = await store.load("c")
+        conversation.messages.extend(_turn(2))
+        await store.save(conversation)
+        assert (await store.load("c")).messages == given + _turn(2)
+        assert (await store.load("c", limit=3)).messages == (given + _turn(2))[-3:]
+        await store.close()
+
+    run(main())
+
+
+def test_an_agent_run_over_a_loaded_history_leaves_later_loads_as_saved(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def reply(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("done")])
+
+    async def main() -> None:
+        repo = AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        store = await PydanticAIConversationStore.open(repo, "s")
+        saved = [*_turn(0), ModelRequest(parts=[UserPromptPart("next", timestamp=WHEN)])]
+        await store.save(Conversation(conversation_id="c", messages=saved))
+        loaded = (await store.load("c")).messages
+        result = await Agent(FunctionModel(reply)).run(message_history=loaded)
+        assert result.output == "done"
+        assert (await store.load("c")).messages == saved
+        await store.close()
 
     run(main())

@@ -544,6 +544,12 @@ class SharedSession:
         )
         return cls(key, session)
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """The registry's name of the session: the repository's (see ``_repo_key``) and
+        the session id."""
+        return self._key
+
     async def release(self) -> None:
         """Lets the session go (idempotent); the last holder closes it."""
         from ..aio._lane import run_in_thread, wait

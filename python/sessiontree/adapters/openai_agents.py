@@ -33,12 +33,14 @@ from __future__ import annotations
 import bisect
 import contextlib
 import json
+import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from .. import _core
-from .._util import now_ms, uuid7
+from .._util import now_iso, now_ms, uuid7
 from ..errors import ClosedError, InvalidArgumentError, SessionError
 from ..model.entries import CompactionEntry, CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
@@ -111,6 +113,7 @@ __all__ = [
     "item_to_message",
     "message_to_items",
     "session_id_for",
+    "set_kept_bytes",
 ]
 
 ITEM_CUSTOM_TYPE: Final = "openai_agents.item"
@@ -968,8 +971,11 @@ class OpenAIAgentsSession:
         self._tool_names: dict[str, str] = {}
         # Entry id -> (what the entry is, its items): every entry this object wrote or
         # read, converted once. Entries never change, so this is never stale. The items
-        # are pristine: never handed out, only copies of them.
+        # are pristine: never handed out, only copies of them. Objects opened on one
+        # session (``open``) share these, and the process keeps them a while after the
+        # last one closes (see _Kept).
         self._known: dict[str, tuple[int, list[Any]]] = {}
+        self._kept: _Kept | None = None
         # The current branch as this object last saw it, caught up from the leaf on each
         # call (see _sync), so a turn converts only what is new.
         self._view = _View()
@@ -1035,6 +1041,15 @@ class OpenAIAgentsSession:
         self._sdk_id = sdk_id
         self._shared = shared
         self._limits = limits_of(repo)
+        try:
+            kept = _Kept.adopt(shared, shared.session.session)
+        except BaseException:
+            await shared.release()
+            raise
+        if kept is not None:
+            self._kept = kept
+            self._known = kept.known
+            self._tool_names = kept.tool_names
         return self
 
     @property
@@ -1231,25 +1246,38 @@ class OpenAIAgentsSession:
         names = self._tool_names
         loads = _core.json_loads
         from_line = _items_from_line
-        for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
+        kept = self._kept
+        lines = storage._engine.lines(idxs)
+        if kept is not None:
+            kept.size += sum(map(len, lines))
+        # Straight from the lines to the items in Rust; a line it leaves (None) is read
+        # here as before: parsed, then its entry object where the dict cannot say.
+        fast = _core.openai_items_of_lines(lines, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names)
+        if None not in fast:
+            known.update(zip(ids, cast("list[tuple[int, list[Any]]]", fast), strict=True))
+            return
+        for entry_id, raw, found in zip(ids, lines, fast, strict=True):
+            if found is not None:
+                known[entry_id] = found  # its tool name learnt by the reader
+                continue
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
                 self._known_entry_id(storage, entry_id)
                 continue
             is_item, items = made
-            if is_item:
-                known[entry_id] = (_ITEM, items)
-                item = items[0]
-                if type(item) is dict and item.get("type") == "function_call":
-                    call_id, name = item.get("call_id"), item.get("name")
-                    if isinstance(call_id, str) and isinstance(name, str):
-                        names[call_id] = name
-            else:
+            if not is_item:
                 known[entry_id] = (
                     _COMPACTION if line.get("type") == "compaction" else _OTHER,
                     items,
                 )
+                continue
+            known[entry_id] = (_ITEM, items)
+            item = items[0]
+            if type(item) is dict and item.get("type") == "function_call":
+                call_id, name = item.get("call_id"), item.get("name")
+                if isinstance(call_id, str) and isinstance(name, str):
+                    names[call_id] = name
 
     def _known_entry_id(self, storage: Any, entry_id: str) -> tuple[int, list[Any]]:
         entry = storage.get_entry(entry_id)
@@ -1312,6 +1340,12 @@ class OpenAIAgentsSession:
         # A big batch makes many acyclic objects (messages, pristine items): the
         # collector's passes over them would cost more than the batch (see paused_gc).
         bulk = len(items) > _INLINE_ITEMS
+        if bulk:
+            with paused_gc():
+                lines = self._plan_lines(items)
+            if lines is not None:
+                await self._in_lane(lambda session: self._write_lines(session, items, *lines))
+                return
         with paused_gc() if bulk else contextlib.nullcontext():
             planned, texts = self._plan(items)
 
@@ -1324,7 +1358,6 @@ class OpenAIAgentsSession:
         self._check_fits(planned, texts)
 
         def write(session: Session) -> None:
-            view = self._view
             leaf = session.get_leaf_id()
             try:
                 ids = append_all(session)
@@ -1333,14 +1366,13 @@ class OpenAIAgentsSession:
                     with contextlib.suppress(Exception):
                         session.move_to(leaf)
                 raise
-            extend = view.ok and view.leaf == leaf
-            for entry_id, (thing, pristine) in zip(ids, planned, strict=True):
-                found = (_ITEM, [pristine if isinstance(thing, AgentMessage) else thing.item])
-                self._known[entry_id] = found
-                if extend:
-                    view.push(entry_id, *found)
-            if extend:
-                view.leaf = ids[-1]
+            if self._kept is not None:
+                self._kept.size += sum(map(len, texts))
+            self._keep_appended(
+                leaf,
+                ids,
+                [p if isinstance(t, AgentMessage) else t.item for t, p in planned],
+            )
 
         if len(planned) <= _INLINE_ITEMS and sum(map(len, texts)) <= _INLINE_BYTES:
             # A turn's few small items: written inline when the session's lane is idle
@@ -1363,23 +1395,132 @@ class OpenAIAgentsSession:
                 raise ItemTypeError(
                     "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
                 )
-            try:
-                text = to_json(item, f"item {n}")
-            except SessionError as exc:
-                raise ItemTypeError(exc.code, exc.message) from exc.__cause__
             self._learn_tool_names([item])
-            # The item as get_items gives it back (its JSON's value), never handed out.
-            pristine = _pristine(item, text)
-            message = _to_message(
-                pristine,
-                text,
-                tool_names=self._tool_names,
-                provider=self._provider,
-                model=self._model,
-            )
-            planned.append((message if message is not None else _Custom(pristine), pristine))
+            thing, text = self._plan_item(n, item)
+            planned.append(thing)
             texts.append(text)
         return planned, texts
+
+    def _plan_item(self, n: int, item: dict[str, Any]) -> tuple[_Planned, str]:
+        """:meth:`_plan` of item ``n`` (a dict, its tool name learnt)."""
+        try:
+            text = to_json(item, f"item {n}")
+        except SessionError as exc:
+            raise ItemTypeError(exc.code, exc.message) from exc.__cause__
+        # The item as get_items gives it back (its JSON's value), never handed out.
+        pristine = _pristine(item, text)
+        message = _to_message(
+            pristine,
+            text,
+            tool_names=self._tool_names,
+            provider=self._provider,
+            model=self._model,
+        )
+        return (message if message is not None else _Custom(pristine), pristine), text
+
+    def _plan_lines(self, items: list[Any]) -> tuple[list[str], list[bytes], list[Any]] | None:
+        """A big batch's entry lines, written from the items in Rust
+        (``_core.openai_item_lines``: no message objects), each item the Python path
+        declines mapped and encoded as :meth:`_plan` does: (entry ids, lines, the items as
+        ``get_items`` gives them back). ``None`` where the lines cannot go to the engine as
+        they are (a storage without batches, another dialect, a context cache to tell).
+        Every item is checked before anything is written (``ItemTypeError``)."""
+        sync = self._session.session
+        storage = batch_storage(sync)
+        if storage is None or _engine_of(storage) is None or sync._context_cache is not None:
+            return None
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ItemTypeError(
+                    "invalid_argument", f"item {n} must be a dict, not {type(item).__name__}"
+                )
+        ids = _batch_ids(len(items))
+        stamp = now_iso()
+        lines = _core.openai_item_lines(
+            items,
+            ids,
+            stamp,
+            now_ms(),
+            self._provider,
+            self._model,
+            self._tool_names,
+            RESIDUAL_KEY,
+        )
+        if None not in lines:
+            return ids, cast("list[bytes]", lines), _copy_items(items)
+        done: list[bytes] = []
+        pristines: list[Any] = []
+        for n, (item, line) in enumerate(zip(items, lines, strict=True)):
+            if line is not None:
+                done.append(line)
+                pristines.append(_copy_one(item))
+                continue
+            (thing, pristine), _ = self._plan_item(n, item)
+            parent = ids[n - 1] if n else None
+            entry: SessionTreeEntry = (
+                CustomEntry(
+                    id=ids[n],
+                    parent_id=parent,
+                    timestamp=stamp,
+                    custom_type=ITEM_CUSTOM_TYPE,
+                    data=thing.item,
+                )
+                if isinstance(thing, _Custom)
+                else MessageEntry(id=ids[n], parent_id=parent, timestamp=stamp, message=thing)
+            )
+            done.append(_entry_json(entry))
+            pristines.append(pristine)
+        return ids, done, pristines
+
+    def _write_lines(
+        self,
+        session: Session,
+        items: list[Any],
+        ids: list[str],
+        lines: list[bytes],
+        pristines: list[Any],
+    ) -> None:
+        """Appends the lines :meth:`_plan_lines` made under the leaf, as one unit, and
+        keeps their items. Should an id be taken in the session by now (about one batch
+        in 40,000 of 10k entries) or a context cache have appeared, the batch goes the
+        Python path's way instead."""
+        storage: Any = session.storage  # an engine storage (_plan_lines)
+        engine = storage._engine
+        leaf = storage.get_leaf_id()
+        if session._context_cache is not None or any(
+            engine.lookup(entry_id) is not None for entry_id in ids
+        ):
+            with paused_gc():
+                planned, _ = self._plan(items)
+                try:
+                    ids = _append_planned(session, planned)
+                except BaseException:
+                    if session.get_leaf_id() != leaf:
+                        with contextlib.suppress(Exception):
+                            session.move_to(leaf)
+                    raise
+            pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
+        else:
+            if leaf is not None:
+                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
+            with paused_gc():
+                storage._append_lines(lines)  # all or nothing: checked whole, one write
+        if self._kept is not None:
+            self._kept.size += sum(map(len, lines))
+        self._keep_appended(leaf, ids, pristines)
+
+    def _keep_appended(self, leaf: str | None, ids: list[str], pristines: list[Any]) -> None:
+        """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
+        and extends the view when it ended at ``leaf``."""
+        view = self._view
+        extend = view.ok and view.leaf == leaf
+        for entry_id, pristine in zip(ids, pristines, strict=True):
+            found = (_ITEM, [pristine])
+            self._known[entry_id] = found
+            if extend:
+                view.push(entry_id, *found)
+        if extend:
+            view.leaf = ids[-1]
 
     def _check_fits(self, planned: list[_Planned], texts: list[str]) -> None:
         """Refuses a batch any entry of which the engine would refuse (depth, line size),
@@ -1651,6 +1792,8 @@ class OpenAIAgentsSession:
         if self._closed:
             return
         self._closed = True
+        if self._kept is not None:
+            self._kept.leave()
         if self._shared is not None:
             await self._shared.release()
         else:
@@ -1665,6 +1808,128 @@ class OpenAIAgentsSession:
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
         return f"<OpenAIAgentsSession {self.session_id!r}{state} over {self._session!r}>"
+
+
+class _Kept:
+    """The converted items of one session, shared by every :class:`OpenAIAgentsSession`
+    opened on it in this process (``open``), and kept by the process after the last one
+    closes while they fit :func:`set_kept_bytes`'s budget (least recently used let go
+    first): the SDK's pattern of one session object per request then converts each entry
+    once, not once per request. Named by the registry's key (the repository's directory
+    or conninfo and the session id) and checked against the file's identity (the header's
+    timestamp and the first entry's id), so a session deleted and created again starts
+    afresh. A storage without the engine's lines (PostgreSQL) shares them while open and
+    keeps nothing past the last close. Only a session's lane changes ``known``, so objects
+    sharing it take turns as their calls do.
+    """
+
+    __slots__ = ("identity", "known", "measured", "size", "tool_names", "users")
+
+    def __init__(self, identity: tuple[Any, ...], measured: bool = True) -> None:
+        self.identity = identity
+        self.known: dict[str, tuple[int, list[Any]]] = {}
+        self.tool_names: dict[str, str] = {}
+        self.size = 0  # the JSON bytes of the items read or written, roughly
+        # Whether ``size`` counts what is read: not for a storage without the engine's
+        # lines (PostgreSQL), whose items are shared while open but not kept past that.
+        self.measured = measured
+        self.users = 0
+
+    @staticmethod
+    def adopt(shared: SharedSession, session: Session) -> _Kept | None:
+        """The kept items of ``session`` (made now if none), one more user counted;
+        ``None`` for a repository named by its object (kept there already, or not
+        worth keeping: an in-memory one)."""
+        key = shared.key
+        if len(key) < 2 or isinstance(key[1], int):
+            return None
+        engine = _engine_of(session.storage)
+        first = None
+        if engine is not None and engine.stats()[0]:
+            first = engine.id_of(0)
+        header = session.storage.get_metadata()
+        identity = (header.timestamp, first)
+        with _kept_lock:
+            kept = _kept.pop(key, None)
+            if kept is None or not kept.same_file(identity):
+                kept = _Kept(identity, measured=engine is not None)
+            _kept[key] = kept  # the most recently used last
+            kept.users += 1
+        return kept
+
+    def same_file(self, identity: tuple[Any, ...]) -> bool:
+        """Whether ``identity`` (the header's timestamp, the first entry's id) is the file
+        these items were read from (a file that had no entry then may have one now)."""
+        stamp, first = identity
+        if stamp != self.identity[0]:
+            return False
+        if self.identity[1] is None:
+            self.identity = identity
+            return True
+        return bool(first == self.identity[1])
+
+    def leave(self) -> None:
+        """One user fewer; then the kept sessions beyond the budget are let go."""
+        with _kept_lock:
+            self.users -= 1
+            _trim()
+
+
+_kept: dict[tuple[Any, ...], _Kept] = {}
+_kept_lock = threading.Lock()
+_kept_budget = [256 << 20]
+# At most this many sessions kept with no object open on them, however small.
+_KEPT_MOST: Final = 1024
+
+
+def _trim() -> None:
+    """Lets the least recently used kept sessions no object has open go until the rest
+    of those fit the budget (``_kept_lock`` held)."""
+    for key in [k for k, v in _kept.items() if v.users <= 0 and not v.measured]:
+        del _kept[key]
+    total = sum(k.size for k in _kept.values() if k.users <= 0)
+    idle = sum(1 for k in _kept.values() if k.users <= 0)
+    for key in list(_kept):
+        if total <= _kept_budget[0] and idle <= _KEPT_MOST:
+            break
+        kept = _kept[key]
+        if kept.users <= 0:
+            del _kept[key]
+            total -= kept.size
+            idle -= 1
+
+
+def set_kept_bytes(budget: int) -> int:
+    """Sets how much the process keeps of the sessions no :class:`OpenAIAgentsSession` has
+    open (the JSON size of their items; their Python objects take about twice that), for
+    the next open to reuse; returns the previous budget. ``0`` keeps nothing past the
+    last close. The default is 256 MiB (and at most 1,024 sessions)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise SessionError("invalid_argument", "budget must be an int >= 0")
+    with _kept_lock:
+        previous = _kept_budget[0]
+        _kept_budget[0] = budget
+        if budget == 0:
+            for key in [k for k, v in _kept.items() if v.users <= 0]:
+                del _kept[key]
+        _trim()
+    return previous
+
+
+def _batch_ids(count: int) -> list[str]:
+    """``count`` distinct new entry ids (8 hex digits, as the engine makes them); whether
+    the session has one already is checked when the batch is written."""
+    while True:
+        raw = os.urandom(4 * count).hex()
+        ids = [raw[k : k + 8] for k in range(0, 8 * count, 8)]
+        if len(set(ids)) == count:
+            return ids
+
+
+def _entry_json(entry: SessionTreeEntry) -> bytes:
+    from ..storage.engine import _entry_lines
+
+    return _entry_lines([entry])[0]
 
 
 # ``get_items``' limit when every item is wanted whatever ``session_settings`` says.

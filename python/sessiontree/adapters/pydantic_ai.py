@@ -486,8 +486,10 @@ class _Index:
             elif e.custom_type == DELETED_CUSTOM_TYPE:
                 self.records[e.data["conversation_id"]] = None
 
-    def entry(self, entry: SessionTreeEntry) -> ConversationEntry | None:
-        """The ``ConversationEntry`` an entry holds (``None`` for other entries)."""
+    def entry(self, entry: SessionTreeEntry | ConversationEntry) -> ConversationEntry | None:
+        """The ``ConversationEntry`` an entry holds (``None`` for other entries): new
+        objects, decoded from the JSON kept of its message (read from the entry the first
+        time). A ``ConversationEntry`` whose JSON is kept gives a fresh copy of it."""
         known = self.messages.get(entry.id)
         if known is not None:
             try:
@@ -498,10 +500,29 @@ class _Index:
                 # entry uses, does not: decode with ``json`` and validate that instead.
                 message = _MESSAGE.validate_python(json.loads(known))
             return ConversationEntry(id=entry.id, parent_id=entry.parent_id, message=message)
+        if isinstance(entry, ConversationEntry):
+            return None
         found = _entry_of(entry)
         if found is not None:
             self.messages[entry.id] = _MESSAGE.dump_json(found.message)
         return found
+
+    def tail_history(self, storage: SessionStorage, head_id: str) -> list[ConversationEntry]:
+        """The entries up to ``head_id`` for ``message_copies="tail"``: the shared ones
+        (:meth:`shared_history`) up to the history's last ``ModelRequest``, fresh copies
+        from there on (the messages an agent run changes in place; see the store's
+        docs). A new list."""
+        history = list(self.shared_history(storage, head_id))
+        at = len(history)
+        while at > 0:
+            at -= 1
+            if isinstance(history[at].message, ModelRequest):
+                break
+        for k in range(at, len(history)):
+            fresh = self.entry(history[k])
+            if fresh is not None:
+                history[k] = fresh
+        return history
 
     def shared_history(self, storage: SessionStorage, head_id: str) -> list[ConversationEntry]:
         """The entries up to ``head_id`` as shared objects (``message_copies="shared"``):
@@ -573,25 +594,39 @@ class PydanticAIConversationStore(ConversationStore):
     Args:
         session: the store's session (an :class:`~sessiontree.AsyncSession`; a sync
             :class:`~sessiontree.Session` is wrapped). ``close()`` closes it.
-        message_copies: what ``read_history`` (so ``load``) hands out: ``"fresh"`` (the
-            default), new message objects each time, decoded from the JSON the store
-            keeps of each message, as pydantic-ai's ``InMemoryConversationStore`` hands
-            out deep copies (about 12 µs a message: a load costs what the history is
-            long); ``"shared"``, the same objects every time (each built once, those a
-            save was given kept as they are), so a turn's load builds only the new
-            messages and costs a list copy of the rest: read-only, as an agent run only
-            reads its history; code that changes a loaded message must copy it first, or
-            later loads return the change.
+        message_copies: what ``read_history`` (so ``load``) hands out:
+
+            - ``"tail"`` (the default): the history's messages up to its last
+              ``ModelRequest`` are the store's own objects, built once (from the JSON
+              kept of each message, never the objects a save was given) and handed out
+              again by later loads; from the last request on they are new objects each
+              load. An agent run changes in place only that tail of the history it is
+              given (pydantic-ai 2.68 fills ``timestamp``/``run_id``/``conversation_id``
+              and appends capability-load and tool-reveal parts on the history's last
+              request, its "persisted tail", and nothing older; see docs/adapters.md),
+              so a turn's load costs what the tail is long, not the history: flat.
+              Code of yours that changes an older loaded message in place must copy it
+              first, or later loads in this process return the change (the file never
+              changes).
+            - ``"fresh"``: new message objects each load, every one decoded from its
+              JSON, as pydantic-ai's ``InMemoryConversationStore`` hands out deep copies
+              (about 12 µs a message: a load costs what the history is long).
+            - ``"shared"``: the same objects every time, the tail too (and those a save
+              was given kept as they are): read-only; an agent run that changes the
+              tail's request changes what later loads return.
     """
 
     def __init__(
         self,
         session: AsyncSession | Session,
         *,
-        message_copies: Literal["fresh", "shared"] = "fresh",
+        message_copies: Literal["tail", "fresh", "shared"] = "tail",
     ) -> None:
-        if message_copies not in ("fresh", "shared"):
-            raise SessionError("invalid_argument", "message_copies must be 'fresh' or 'shared'")
+        if message_copies not in ("tail", "fresh", "shared"):
+            raise SessionError(
+                "invalid_argument", "message_copies must be 'tail', 'fresh' or 'shared'"
+            )
+        self._copies = message_copies
         self._shared_messages = message_copies == "shared"
         self._session = as_async_session(session)
         # The registry hold when opened by ``open`` (else ``close`` closes the session).
@@ -607,7 +642,7 @@ class PydanticAIConversationStore(ConversationStore):
         *,
         cwd: str | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        message_copies: Literal["fresh", "shared"] = "fresh",
+        message_copies: Literal["tail", "fresh", "shared"] = "tail",
     ) -> PydanticAIConversationStore:
         """The store kept in session ``store_id`` of ``repo`` (an ``AsyncSessionRepo`` or
         any ``SessionRepo``), created if it does not exist. Stores opened on one session
@@ -739,6 +774,13 @@ class PydanticAIConversationStore(ConversationStore):
                 for given in new_entries:
                     if given.id in written:
                         index.shared[given.id] = given
+            elif self._copies == "tail":
+                # The store's own objects, decoded from the JSON just kept, never the ones
+                # it was given: so the next load walks up to them, not the whole path.
+                for e, _ in new:
+                    made = index.entry(e)
+                    if made is not None:
+                        index.shared[e.id] = made
             index.records[record.conversation_id] = data
 
         await self._run(write)
@@ -809,8 +851,21 @@ class PydanticAIConversationStore(ConversationStore):
                 return history[max(0, len(history) - limit) :] if limit else []
             return list(history)
 
-        if self._shared_messages:
-            shared: list[ConversationEntry] = await self._run(read_shared, head_id=head_id)
+        def read_tail(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
+            if head_id is None:
+                return []
+            known = head_id in index.shared or head_id in index.histories
+            if not known and storage.get_entry(head_id) is None:
+                raise KeyError(head_id)
+            with paused_gc():
+                history = index.tail_history(storage, head_id)
+            if limit is not None:
+                return history[max(0, len(history) - limit) :] if limit else []
+            return history
+
+        if self._copies != "fresh":
+            reader = read_shared if self._shared_messages else read_tail
+            shared: list[ConversationEntry] = await self._run(reader, head_id=head_id)
             return shared
 
         history: list[ConversationEntry] = await self._run(read, head_id=head_id)
