@@ -15,9 +15,7 @@ construction, not by the converters being right about every field.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import hashlib
 import importlib
 import json
@@ -25,10 +23,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .._gc import paused_gc
 from .._util import check_text, now_iso
 from ..aio._session import runs_inline
 from ..errors import SessionError
@@ -97,25 +96,6 @@ def same_json(a: Any, b: Any) -> bool:
         return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
     except (TypeError, ValueError):
         return False
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off for the block (back on after it, if it was on).
-
-    For the bulk reads that turn a session's lines into a framework's items: they make
-    hundreds of thousands of acyclic objects, and the collector's passes over them (each
-    full pass walking every older object too) cost several times the reading itself
-    (10k items: 185-300 ms of parsing with the collector, 68 ms without). Reference
-    counting still frees everything as usual; only cycles wait for the next pass."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def json_copy(value: Any) -> Any:

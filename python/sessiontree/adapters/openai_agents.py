@@ -1507,7 +1507,8 @@ class OpenAIAgentsSession:
                 storage._append_lines(lines)  # all or nothing: checked whole, one write
         if self._kept is not None:
             self._kept.size += sum(map(len, lines))
-        self._keep_appended(leaf, ids, pristines)
+        with paused_gc():  # two containers an item, kept: a big batch's worth
+            self._keep_appended(leaf, ids, pristines)
 
     def _keep_appended(self, leaf: str | None, ids: list[str], pristines: list[Any]) -> None:
         """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,

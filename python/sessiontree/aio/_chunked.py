@@ -18,10 +18,11 @@ read in one call, as by the sync method.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
+
+from .._gc import paused_gc
 
 if TYPE_CHECKING:
     from ..context import SessionContextBuildOptions
@@ -70,20 +71,15 @@ class _Steps:
     nothing is done to a collector that was off already.
     """
 
-    __slots__ = ("paused",)
+    __slots__ = ("_paused",)
 
     def __enter__(self) -> _Steps:
-        self.paused = gc.isenabled()
-        if self.paused:
-            gc.disable()
+        self._paused = paused_gc()
+        self._paused.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.paused:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+        self._paused.__exit__(*exc)
 
     def step(self) -> None:
         time.sleep(0)

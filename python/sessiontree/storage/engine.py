@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import _thread
-import gc
 from typing import TYPE_CHECKING
 
 from .. import _core
+from .._gc import paused_gc
 from .._util import check_text, now_iso
 from ..errors import SessionError
 from ..model.entries import (
@@ -149,21 +149,15 @@ def _read_entries(fetch: Callable[[], tuple[list[Any], list[int]]]) -> list[Sess
     dicts, at the positions it names, and are built here by the validating reader,
     :func:`~sessiontree.model.entries.entry_from_dict`.
 
-    The cyclic garbage collector is paused for the call: building thousands of (acyclic)
-    objects otherwise triggers repeated full collections that cost about a third of the
-    time. The pause covers one call, on this thread.
+    The cyclic garbage collector is paused for the call (:mod:`sessiontree._gc`): building
+    thousands of (acyclic) objects otherwise triggers repeated full collections that cost
+    about a third of the time.
     """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with paused_gc():
         entries, dicts = fetch()
         for i in dicts:
             entries[i] = entry_from_dict(entries[i])
         return entries
-    finally:
-        if paused:
-            gc.enable()
 
 
 class _EngineStorage(SessionStorage):
@@ -447,15 +441,8 @@ class _EngineStorage(SessionStorage):
     def get_tree(self) -> list[TreeNode]:
         self._check()
         engine = self._engine
-        entries = _read_entries(lambda: engine.entries(range(len(engine))))
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            return engine.tree(entries)
-        finally:
-            if paused:
-                gc.enable()
+        with paused_gc():
+            return engine.tree(_read_entries(lambda: engine.entries(range(len(engine)))))
 
     def get_newest_timestamp(self) -> str | None:
         self._check()
