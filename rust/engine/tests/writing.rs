@@ -136,6 +136,41 @@ fn failed_write_leaves_no_partial_line_and_failed_sync_poisons() {
     assert!(r.arena().lookup("b").is_none());
 }
 
+/// A batch is one unit on disk too: a write failing part way leaves the file and the
+/// index as they were (no line of the batch), and the next batch writes whole.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn failed_batch_write_leaves_nothing_and_the_next_batch_writes_whole() {
+    for durability in [Durability::Flush, Durability::Fsync, Durability::Group] {
+        let (_dir, path, mut w) = created(durability);
+        w.append(user("a", None).as_bytes()).unwrap();
+        let size = fs::metadata(&path).unwrap().len();
+        let batch: Vec<String> = (0..50)
+            .map(|i| {
+                let parent = if i == 0 {
+                    "a".to_string()
+                } else {
+                    format!("b{}", i - 1)
+                };
+                user(&format!("b{i}"), Some(&parent))
+            })
+            .collect();
+        let lines: Vec<&[u8]> = batch.iter().map(|l| l.as_bytes()).collect();
+        w.inject_fault(Some(Fault::Write(28)));
+        let e = w.append_batch(&lines).unwrap_err();
+        assert_eq!((e.code, e.errno), (ErrorCode::Io, Some(28)));
+        assert_eq!(fs::metadata(&path).unwrap().len(), size);
+        assert_eq!(w.arena().len(), 1);
+        let idxs = w.append_batch(&lines).unwrap();
+        assert_eq!(idxs.len(), 50);
+        w.flush().unwrap();
+        drop(w);
+        let r = open(&path, true, true).unwrap();
+        assert_eq!(r.arena().len(), 51);
+        assert_eq!(leaf_id(&r).as_deref(), Some("b49"));
+    }
+}
+
 #[test]
 fn create_refuses_existing_files_and_sets_private_mode() {
     let dir = tempfile::tempdir().unwrap();
