@@ -145,6 +145,15 @@ def test_a_batch_reads_back_exactly_and_as_the_item_by_item_lines(tmp_path: Path
     run(main())
 
 
+async def _one_item_session(tmp_path: Path) -> tuple[OpenAIAgentsSession, Path, bytes]:
+    """A JSONL session holding one item, its file, and the file's bytes."""
+    repo = st.AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+    session = await OpenAIAgentsSession.open(repo, "s")
+    await session.add_items([{"role": "user", "content": "first"}])
+    (path,) = tmp_path.glob("*.jsonl")
+    return session, path, path.read_bytes()
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -156,11 +165,7 @@ def test_a_batch_reads_back_exactly_and_as_the_item_by_item_lines(tmp_path: Path
 )
 def test_a_bad_item_anywhere_in_a_batch_writes_nothing(tmp_path: Path, bad: Any) -> None:
     async def main() -> None:
-        repo = st.AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
-        session = await OpenAIAgentsSession.open(repo, "s")
-        await session.add_items([{"role": "user", "content": "first"}])
-        (path,) = tmp_path.glob("*.jsonl")
-        before = path.read_bytes()
+        session, path, before = await _one_item_session(tmp_path)
         items = [{"role": "user", "content": f"m{n}"} for n in range(30)]
         items[20] = bad
         with pytest.raises(ItemTypeError) as err:
@@ -175,11 +180,7 @@ def test_a_bad_item_anywhere_in_a_batch_writes_nothing(tmp_path: Path, bad: Any)
 
 def test_a_failing_batch_write_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     async def main() -> None:
-        repo = st.AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
-        session = await OpenAIAgentsSession.open(repo, "s")
-        await session.add_items([{"role": "user", "content": "first"}])
-        (path,) = tmp_path.glob("*.jsonl")
-        before = path.read_bytes()
+        session, path, before = await _one_item_session(tmp_path)
         engine = session.session.session.storage._engine
         if not hasattr(engine, "inject_fault"):
             pytest.skip("the extension was built without test hooks")

@@ -839,33 +839,26 @@ class PydanticAIConversationStore(ConversationStore):
             with paused_gc():  # a message's objects each: see paused_gc
                 return [e for e in map(index.entry, path) if e is not None]
 
-        def read_shared(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
+        def read_kept(
+            storage: SessionStorage, index: _Index, head_id: str | None, tail: bool
+        ) -> Any:
+            # The history from the index's kept objects: all shared, or ("tail") fresh
+            # copies from the last request on.
             if head_id is None:
                 return []
             known = head_id in index.shared or head_id in index.histories
             if not known and storage.get_entry(head_id) is None:
                 raise KeyError(head_id)
             with paused_gc():
-                history = index.shared_history(storage, head_id)
+                history = (index.tail_history if tail else index.shared_history)(storage, head_id)
             if limit is not None:
                 return history[max(0, len(history) - limit) :] if limit else []
-            return list(history)
-
-        def read_tail(storage: SessionStorage, index: _Index, head_id: str | None) -> Any:
-            if head_id is None:
-                return []
-            known = head_id in index.shared or head_id in index.histories
-            if not known and storage.get_entry(head_id) is None:
-                raise KeyError(head_id)
-            with paused_gc():
-                history = index.tail_history(storage, head_id)
-            if limit is not None:
-                return history[max(0, len(history) - limit) :] if limit else []
-            return history
+            return history if tail else list(history)
 
         if self._copies != "fresh":
-            reader = read_shared if self._shared_messages else read_tail
-            shared: list[ConversationEntry] = await self._run(reader, head_id=head_id)
+            shared: list[ConversationEntry] = await self._run(
+                read_kept, head_id=head_id, tail=not self._shared_messages
+            )
             return shared
 
         history: list[ConversationEntry] = await self._run(read, head_id=head_id)
