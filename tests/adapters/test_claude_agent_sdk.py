@@ -183,3 +183,35 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path: Any) -> None:
     lines = (tmp_path / f"{session_id_for(KEY)}.jsonl").read_text().splitlines()
     kinds = [json.loads(line).get("custom_type", json.loads(line)["type"]) for line in lines]
     assert kinds == ["session", "session_info", ENTRY_CUSTOM_TYPE, SUMMARY_CUSTOM_TYPE]
+
+
+def test_a_small_append_to_an_open_transcript_is_written_without_a_thread_hop(
+    tmp_path: Any,
+) -> None:
+    """A transcript mirror frame (a few small entries) is appended inline on the event loop
+    once its session is open: done within the task's first step, where a worker thread's
+    answer takes at least one more turn of the loop."""
+    import asyncio
+
+    async def main() -> None:
+        store = _store(tmp_path)
+        key: Any = {"project_key": "/p", "session_id": "s"}
+        await store.append(key, [{"type": "user", "uuid": "u0"}])  # creates the session
+        done: list[bool] = []
+
+        async def frame() -> None:
+            await store.append(key, [{"type": "assistant", "uuid": "a1"}])
+            done.append(True)
+
+        task = asyncio.ensure_future(frame())
+        await asyncio.sleep(0)
+        assert done == [True]
+        await task
+        loaded = await store.load(key)
+        assert [e["uuid"] for e in loaded or []] == ["u0", "a1"]
+        big = [{"type": "user", "uuid": f"b{i}", "text": "x" * 100} for i in range(40)]
+        await store.append(key, big)  # more than a frame: in the lane, same result
+        assert len(await store.load(key) or []) == 42
+        await store.close()
+
+    run(main())

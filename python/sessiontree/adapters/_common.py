@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._gc import paused_gc
 from .._util import check_text, now_iso
+from ..aio._policy import INLINE_WRITE_BYTES
 from ..aio._session import runs_inline
 from ..errors import SessionError
 from ..model.entries import MessageEntry
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
+    "INLINE_BATCH_BYTES",
+    "INLINE_BATCH_ITEMS",
     "SharedSession",
     "append_batch",
     "append_chain",
@@ -63,6 +66,13 @@ __all__ = [
     "same_json",
     "to_json",
 ]
+
+INLINE_BATCH_ITEMS: Final = 16
+"""An adapter writes a batch inline on the event loop (the session's lane idle, a storage
+that writes from memory: :func:`runs_inline`) when it has at most this many entries..."""
+INLINE_BATCH_BYTES: Final = INLINE_WRITE_BYTES
+"""...of at most this many characters of JSON in all (AsyncSession's own bound for an
+inline append); anything bigger goes to the lane's thread."""
 
 T = TypeVar("T")
 

@@ -46,6 +46,8 @@ from ..errors import SessionError
 from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
+    INLINE_BATCH_BYTES,
+    INLINE_BATCH_ITEMS,
     SharedSession,
     append_batch,
     as_async_repo,
@@ -56,6 +58,7 @@ from ._common import (
     limits_of,
     mapped_id,
     paused_gc,
+    runs_inline,
     to_json,
 )
 
@@ -357,10 +360,11 @@ class ClaudeAgentSessionStore:
         session_id = session_id_for(key)
         if not isinstance(entries, list):
             raise SessionError("invalid_argument", "entries must be a list")
+        size = 0
         for n, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 raise SessionError("invalid_argument", f"entry {n} must be a dict")
-            to_json(entry, f"entry {n}")
+            size += len(to_json(entry, f"entry {n}"))
         if not entries:
             return
         copies = json_copy(entries)
@@ -370,6 +374,16 @@ class ClaudeAgentSessionStore:
             check_entries(self._limits, _plan_entries(None, copies, key))
         session = await self._session(key, create=True)
         assert session is not None
+        if (
+            len(copies) <= INLINE_BATCH_ITEMS
+            and size <= INLINE_BATCH_BYTES
+            and runs_inline(session, "write")
+        ):
+            # A few small entries (the transcript mirror's frames): written inline when the
+            # lane is idle and the storage writes from memory, as AsyncSession writes, so
+            # an append costs microseconds, not a thread hop.
+            _append_entries(session.session, copies, key, self._limits)
+            return
         await in_lane(session, _append_entries, session.session, copies, key, self._limits)
 
     async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:

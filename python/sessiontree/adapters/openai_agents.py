@@ -58,6 +58,8 @@ from ..model.messages import (
 from ..repo import is_valid_session_id
 from ._common import (
     DEFAULT_LOCK_TIMEOUT,
+    INLINE_BATCH_BYTES,
+    INLINE_BATCH_ITEMS,
     SharedSession,
     append_chain,
     as_async_session,
@@ -747,13 +749,11 @@ def _surely_fits(limits: Limits | None, planned: Sequence[Any], texts: Sequence[
 _ITEM: Final = 1
 _COMPACTION: Final = 2
 _OTHER: Final = 0
-# What add_items writes inline (lane idle, a storage that writes from memory): at most
-# this many items of at most _INLINE_BYTES characters of JSON in all (AsyncSession's own
-# bound for an inline append, sessiontree.aio._policy.INLINE_WRITE_BYTES). get_items of
-# an up-to-date view copies inline whatever the count: the copy holds the GIL throughout
+# What add_items writes inline: INLINE_BATCH_ITEMS, INLINE_BATCH_BYTES (_common). get_items
+# of an up-to-date view copies inline whatever the count: the copy holds the GIL throughout
 # (Rust), so the lane's thread would keep the event loop waiting as long, after a hop.
-_INLINE_ITEMS: Final = 16
-_INLINE_BYTES: Final = 64 * 1024
+_INLINE_ITEMS: Final = INLINE_BATCH_ITEMS
+_INLINE_BYTES: Final = INLINE_BATCH_BYTES
 # How far a walk up the tree by entry objects goes before the branch is read again.
 _WALK_MOST: Final = 256
 
