@@ -17,7 +17,9 @@ def _collector_on() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    if was:
+        gc.enable()
+    else:
         gc.disable()
 
 
@@ -49,3 +51,10 @@ def test_nested_and_already_off() -> None:
     with paused_gc():
         pass
     assert not gc.isenabled()  # off before, off after
+
+
+def test_a_build_known_to_be_big_is_moved_whatever_its_count() -> None:
+    gc.collect()
+    with paused_gc(bulk=True):
+        made = [[i] for i in range(100)]
+    assert gc.get_count()[0] < 50 and len(made) == 100

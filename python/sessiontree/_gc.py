@@ -30,9 +30,15 @@ _BULK: int = 7_000
 
 class paused_gc:
     """``with paused_gc():`` runs the block with the cyclic collector paused (see the
-    module's docstring); reentrant, and a no-op when the collector is off."""
+    module's docstring); reentrant, and a no-op when the collector is off.
 
-    __slots__ = ("_was_on",)
+    ``bulk=True`` moves what the block made to the oldest generation whatever its count
+    (a build known to be big, made in steps between which other code allocates too)."""
+
+    __slots__ = ("_bulk", "_was_on")
+
+    def __init__(self, *, bulk: bool = False) -> None:
+        self._bulk = bulk
 
     def __enter__(self) -> None:
         self._was_on = gc.isenabled()
@@ -41,7 +47,7 @@ class paused_gc:
 
     def __exit__(self, *exc: object) -> None:
         if self._was_on:
-            if gc.get_count()[0] > _BULK and not gc.get_freeze_count():
+            if (self._bulk or gc.get_count()[0] > _BULK) and not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()

@@ -74,7 +74,7 @@ class _Steps:
     __slots__ = ("_paused",)
 
     def __enter__(self) -> _Steps:
-        self._paused = paused_gc()
+        self._paused = paused_gc(bulk=True)  # only results past BULK_INLINE_ENTRIES
         self._paused.__enter__()
         return self
 
