@@ -636,11 +636,9 @@ impl Searcher {
         threads: usize,
     ) -> Vec<Hit> {
         let next = AtomicUsize::new(0);
-        let results = Mutex::new(Vec::new());
-        let threads = threads.clamp(1, docs.len().max(1));
         let visit = visiting_order(docs, order);
-        if threads == 1 {
-            // No thread to start for one document (an indexed search's few candidates).
+        // A worker takes the next document to visit until none is left, keeping its best.
+        let work = || {
             let mut best = Best {
                 order,
                 limit,
@@ -648,44 +646,29 @@ impl Searcher {
                 bar: None,
             };
             let mut buf = Vec::new();
-            for &i in &visit {
+            loop {
+                let k = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let Some(&i) = visit.get(k) else { break };
                 self.load(i, &docs[i], &mut buf, &mut best);
             }
-            let mut hits = best.hits;
-            sort_hits(order, &mut hits);
             if let Some(l) = limit {
-                hits.truncate(l);
+                best.trim(l);
             }
-            return hits;
-        }
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    let mut best = Best {
-                        order,
-                        limit,
-                        hits: Vec::new(),
-                        bar: None,
-                    };
-                    let mut buf = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, AtomicOrdering::Relaxed);
-                        let Some(&i) = visit.get(k) else { break };
-                        self.load(i, &docs[i], &mut buf, &mut best);
-                    }
-                    if let Some(l) = limit {
-                        best.trim(l);
-                    }
-                    results
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .extend(best.hits);
-                });
-            }
-        });
-        let mut hits = results
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            best.hits
+        };
+        let threads = threads.clamp(1, docs.len().max(1));
+        let mut hits = if threads == 1 {
+            // No thread to start for one document (an indexed search's few candidates).
+            work()
+        } else {
+            std::thread::scope(|s| {
+                let workers: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
         sort_hits(order, &mut hits);
         if let Some(l) = limit {
             hits.truncate(l);
