@@ -1483,32 +1483,41 @@ class OpenAIAgentsSession:
         """Appends the lines :meth:`_plan_lines` made under the leaf, as one unit, and
         keeps their items. Should an id be taken in the session by now (about one batch
         in 40,000 of 10k entries) or a context cache have appeared, the batch goes the
-        Python path's way instead."""
+        Python path's way instead. The collector is paused throughout: a big batch's
+        messages, lines and kept items are all acyclic."""
+        with paused_gc():
+            self._write_lines_now(session, items, ids, lines, pristines)
+
+    def _write_lines_now(
+        self,
+        session: Session,
+        items: list[Any],
+        ids: list[str],
+        lines: list[bytes],
+        pristines: list[Any],
+    ) -> None:
         storage: Any = session.storage  # an engine storage (_plan_lines)
         engine = storage._engine
         leaf = storage.get_leaf_id()
         if session._context_cache is not None or any(
             engine.lookup(entry_id) is not None for entry_id in ids
         ):
-            with paused_gc():
-                planned, _ = self._plan(items)
-                try:
-                    ids = _append_planned(session, planned)
-                except BaseException:
-                    if session.get_leaf_id() != leaf:
-                        with contextlib.suppress(Exception):
-                            session.move_to(leaf)
-                    raise
+            planned, _ = self._plan(items)
+            try:
+                ids = _append_planned(session, planned)
+            except BaseException:
+                if session.get_leaf_id() != leaf:
+                    with contextlib.suppress(Exception):
+                        session.move_to(leaf)
+                raise
             pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
         else:
             if leaf is not None:
                 lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
-            with paused_gc():
-                storage._append_lines(lines)  # all or nothing: checked whole, one write
+            storage._append_lines(lines)  # all or nothing: checked whole, one write
         if self._kept is not None:
             self._kept.size += sum(map(len, lines))
-        with paused_gc():  # two containers an item, kept: a big batch's worth
-            self._keep_appended(leaf, ids, pristines)
+        self._keep_appended(leaf, ids, pristines)
 
     def _keep_appended(self, leaf: str | None, ids: list[str], pristines: list[Any]) -> None:
         """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
