@@ -73,9 +73,14 @@ test-portable: $(PY) ## pytest on the engine's portable OS layer (cargo feature 
 # The agent frameworks' own tests (their sessions' and stores' tests, the Runner's) run
 # against the adapters: tests/upstream/run.sh fetches the sdists constraints/adapters.txt
 # pins from PyPI into .upstream/ and swaps their stores for ours. Not part of `make test`.
+# With a PostgreSQL server (SESSIONTREE_PG_DSN: tests/postgres/pg-cluster.sh start), it also
+# shows that the Claude Agent SDK's tests we deselect as "reference:" fail with the SDK's own
+# PostgreSQL store (run.sh --reference).
 .PHONY: upstream-tests
 upstream-tests: ## Run the OpenAI Agents and Claude Agent SDKs' own tests on the adapters
 	tests/upstream/run.sh
+	@if [ -n "$$SESSIONTREE_PG_DSN" ]; then tests/upstream/run.sh claude-agent-sdk --reference; \
+	else echo "upstream-tests: SESSIONTREE_PG_DSN not set, the --reference run is skipped"; fi
 
 .PHONY: lint
 lint: ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stub check

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the agent frameworks' own tests against sessiontree's adapters (issue 27, item 4).
 #
-#   tests/upstream/run.sh [openai-agents|claude-agent-sdk|all] [--baseline] [pytest args...]
+#   tests/upstream/run.sh [openai-agents|claude-agent-sdk|all] [--baseline|--reference] [pytest args...]
 #
 # For each framework: download the source distribution of the version constraints/adapters.txt
 # pins (pip download --no-binary :all:, from PyPI), unpack it into .upstream/ (git-ignored;
@@ -13,7 +13,12 @@
 #
 # --baseline runs the same files with the framework's own stores (our plugin left out), every
 # listed test included: only the lines whose reason begins "baseline:" must fail then (they
-# are not about sessions), and every test we deselect or expect to fail passes with theirs. Extra arguments go to pytest (e.g. -x, -k NAME, a
+# are not about sessions), and every test we deselect or expect to fail passes with theirs.
+# --reference (claude-agent-sdk only) runs the tests deselected as "reference:" with the
+# SDK's own PostgresSessionStore (examples/ of its sdist; asyncpg from
+# constraints/upstream-reference.txt) over the server SESSIONTREE_PG_DSN names, expecting
+# each to fail on its assertion, and the list's "reference" lines, expecting them to pass
+# (tests/upstream/claude_agent_sdk_reference_plugin.py). Extra arguments go to pytest (e.g. -x, -k NAME, a
 # node id of theirs, with the framework named: tests/test_agent_runner.py::test_simple_first_run).
 #
 # Needs .venv (make install: the adapter extras at their pins) and network access to PyPI on
@@ -31,8 +36,13 @@ if [ $# -gt 0 ] && [[ $1 != -* ]]; then
     shift
 fi
 baseline=0
+reference=0
 if [ "${1:-}" = --baseline ]; then
     baseline=1
+    shift
+elif [ "${1:-}" = --reference ]; then
+    [ "$which" = claude-agent-sdk ] || { echo "--reference is for claude-agent-sdk" >&2; exit 2; }
+    reference=1
     shift
 fi
 case $which in
@@ -43,13 +53,18 @@ esac
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 mkdir -p "$cache"
 
-# The OpenAI Agents SDK's test dependencies: exact pins, into a folder of their own (named
-# by the pins' hash) that only its run puts on PYTHONPATH.
-site=$cache/site-$(sha256sum constraints/upstream.txt | cut -c1-12)
-if [ ! -d "$site" ]; then
-    "$py" -m pip install -q --no-deps --target "$site.tmp" -r constraints/upstream.txt
-    mv "$site.tmp" "$site"
-fi
+# site_of <pins file> -> prints a folder holding exactly those pins (named by their hash,
+# installed once) that only the runs needing them put on PYTHONPATH.
+site_of() {
+    local site
+    site=$cache/site-$(sha256sum "$1" | cut -c1-12)
+    if [ ! -d "$site" ]; then
+        rm -rf "$site.tmp"
+        "$py" -m pip install -q --no-deps --target "$site.tmp" -r "$1" >&2
+        mv "$site.tmp" "$site"
+    fi
+    echo "$site"
+}
 
 # unpack <dist name> -> prints the unpacked sdist's folder (downloaded once per version).
 unpack() {
@@ -90,7 +105,10 @@ run() {
     shift 5
     # The list's files, unless the arguments name tests of their own.
     for arg in "$@"; do [[ $arg != tests/* ]] || files=(--); done
-    if [ ${#files[@]} = 0 ]; then
+    if [ ${#files[@]} = 0 ] && [ "$reference" = 1 ]; then
+        mapfile -t files < <(sed -n -e 's/^reference \([^:]*\)::.*/\1/p' \
+            -e 's/^deselect \([^:]*\)::.*# *reference:.*/\1/p' "$list" | sort -u)
+    elif [ ${#files[@]} = 0 ]; then
         mapfile -t files < <(sed -n 's/^file //p' "$list")
     else
         files=()
@@ -100,10 +118,16 @@ run() {
     plugins=(-p upstream_select "--upstream-list=$list")
     if [ "$baseline" = 1 ]; then
         plugins+=(--upstream-baseline)
+    elif [ "$reference" = 1 ]; then
+        plugins+=(--upstream-reference -p "${plugin}_reference_plugin")
+        extra=":$dir/examples/session_stores:$(site_of constraints/upstream-reference.txt)"
     else
-        plugins+=(-p "$plugin")
+        plugins+=(-p "${plugin}_plugin")
     fi
-    echo "== $dist $(basename "$dir") ($( [ "$baseline" = 1 ] && echo "baseline: their stores" || echo "sessiontree's adapter"))"
+    local mode="sessiontree's adapter"
+    [ "$baseline" = 0 ] || mode="baseline: their stores"
+    [ "$reference" = 0 ] || mode="reference: their PostgreSQL store"
+    echo "== $dist $(basename "$dir") ($mode)"
     # Their folder is pytest's rootdir (their pytest settings, their conftest); src/ holds
     # their package (checked above to be the installed one), as their tests expect.
     (
@@ -115,11 +139,12 @@ run() {
 
 status=0
 if [ "$which" != claude-agent-sdk ]; then
-    run openai-agents agents openai_agents.txt openai_agents_plugin ":$site" "$@" || status=1
+    run openai-agents agents openai_agents.txt openai_agents ":$(site_of constraints/upstream.txt)" "$@" \
+        || status=1
 fi
 if [ "$which" != openai-agents ]; then
     # Their test needs (pytest, anyio[trio]) are .venv's.
-    run claude-agent-sdk claude_agent_sdk claude_agent_sdk.txt claude_agent_sdk_plugin "" "$@" \
+    run claude-agent-sdk claude_agent_sdk claude_agent_sdk.txt claude_agent_sdk "" "$@" \
         || status=1
 fi
 exit $status

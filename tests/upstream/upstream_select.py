@@ -14,7 +14,12 @@ store). ``xfail``: a divergence of sessiontree's from the framework's store, exp
 fail (strict: once the divergence is fixed, the test passes and the run fails, so the line
 goes). A deselect reason beginning ``baseline:`` says the test fails the same way with the
 framework's own stores: ``--upstream-baseline`` (``run.sh --baseline``: their stores, our
-plugin left out) runs every listed test and expects exactly those to fail. A node id
+plugin left out) runs every listed test and expects exactly those to fail. A deselect
+reason beginning ``reference:`` says the test fails the same way with the framework's own
+persistent reference store: ``--upstream-reference`` (``run.sh claude-agent-sdk
+--reference``: the SDK's PostgreSQL store) runs only those, expecting each to fail on its
+assertion (``AssertionError``), and the ``reference <node id>`` lines, expected to pass
+(they show the reference store is wired right). A node id
 without ``[...]`` covers every parametrization of the test. Every line must still name a
 test that was collected when the run is the list's files (else the run fails: the list
 went stale).
@@ -46,8 +51,10 @@ def _read(path: Path) -> tuple[list[str], list[_Rule]]:
             continue
         body, _, reason = line.partition("#")
         parts = body.split()
-        if len(parts) != 2 or parts[0] not in ("file", "deselect", "xfail"):
-            raise pytest.UsageError(f"{path}:{n}: expected 'file|deselect|xfail <id>': {raw}")
+        if len(parts) != 2 or parts[0] not in ("file", "deselect", "xfail", "reference"):
+            raise pytest.UsageError(
+                f"{path}:{n}: expected 'file|deselect|xfail|reference <id>': {raw}"
+            )
         if parts[0] == "file":
             files.append(parts[1])
         elif not reason.strip():
@@ -69,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the run uses the framework's own stores: every listed test runs, and only "
         "those deselected as 'baseline:' are expected to fail",
     )
+    parser.addoption(
+        "--upstream-reference",
+        action="store_true",
+        help="the run uses the framework's own persistent reference store: only the tests "
+        "deselected as 'reference:' (expected to fail) and the 'reference' lines run",
+    )
 
 
 def _matches(rule: _Rule, node_id: str) -> bool:
@@ -89,23 +102,36 @@ def pytest_collection_modifyitems(
             for r in rules
             if r.action == "deselect" and r.reason.startswith("baseline:")
         ]
+    reference = bool(config.getoption("--upstream-reference"))
+    if reference:
+        rules = [
+            _Rule("xfail" if r.action == "deselect" else "run", r.node_id, r.reason, r.line)
+            for r in rules
+            if r.action == "reference" or r.reason.startswith("reference:")
+        ]
+    elif not config.getoption("--upstream-baseline"):
+        rules = [r for r in rules if r.action != "reference"]
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
         rule = next((r for r in rules if _matches(r, item.nodeid)), None)
         if rule is None:
-            kept.append(item)
+            (dropped if reference else kept).append(item)
             continue
         rule.used = True
         if rule.action == "deselect":
             dropped.append(item)
+        elif rule.action == "xfail":
+            # A reference run expects the test's own assertion to fail, not a setup error.
+            raises = AssertionError if reference else None
+            item.add_marker(pytest.mark.xfail(strict=True, reason=rule.reason, raises=raises))
+            kept.append(item)
         else:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=rule.reason))
             kept.append(item)
     # A list line naming no collected test has gone stale (checked when the run is the
     # list's files, so a run of a few files or tests is not refused).
     stale = [r for r in rules if not r.used]
-    if stale and sorted(config.args) == sorted(files):
+    if stale and (reference or sorted(config.args) == sorted(files)):
         lines = ", ".join(f"line {r.line} ({r.node_id})" for r in stale)
         raise pytest.UsageError(f"{path}: no collected test matches {lines}")
     if dropped:
