@@ -9,6 +9,7 @@ pub mod branch;
 pub mod count;
 pub mod entry;
 pub mod query;
+pub mod raw;
 pub mod scan;
 pub mod tokens;
 

@@ -21,16 +21,18 @@ use std::sync::Mutex;
 
 use memchr::{memchr, memrchr};
 use regex_automata::meta::Regex;
-use regex_automata::Input;
+use regex_automata::util::prefilter::Prefilter as Literals;
+use regex_automata::{Input, MatchKind};
 
 use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
 use super::branch::{branch_ids, head_timestamp, LineLimits};
-use super::count::{count_terms, counters, Counter};
+use super::count::{count_terms, counters, Counter, Finder};
 use super::entry::{entry_text, match_texts, score, snippet};
-use super::query::Query;
+use super::query::{Query, MAX_TERMS};
+use super::raw;
 use super::tokens::upper_variants;
 
 /// Which entries count, besides the query.
@@ -181,8 +183,53 @@ fn lit(out: &mut String, c: char) {
     }
 }
 
-/// `needle` in every case form, as a regex.
+/// The most case forms of a needle written one by one (an alternation of literals, which
+/// the regex searches for with a vectorised literal search alone); a needle with more is
+/// written with a class for each character.
+const MAX_FORMS: usize = 64;
+
+/// Every case form of `needle` (each character or a character lowercasing to it), when
+/// there are at most [`MAX_FORMS`].
+fn forms(needle: &str) -> Option<Vec<String>> {
+    let chars: Vec<(char, &[char])> = needle.chars().map(|c| (c, upper_variants(c))).collect();
+    let n = chars
+        .iter()
+        .try_fold(1usize, |n, (_, v)| n.checked_mul(v.len() + 1))
+        .filter(|&n| n <= MAX_FORMS)?;
+    let all = (0..n).map(|k| {
+        // Form `k`: each character's variant by the digits of `k` in mixed radix.
+        let mut rest = k;
+        chars
+            .iter()
+            .map(|&(c, variants)| {
+                let base = variants.len() + 1;
+                let pick = rest % base;
+                rest /= base;
+                if pick == 0 {
+                    c
+                } else {
+                    variants[pick - 1]
+                }
+            })
+            .collect()
+    });
+    Some(all.collect())
+}
+
+/// `needle` in every case form, as a regex (an alternation: wrap it in a group to use
+/// it as a part).
 fn case_forms(pat: &mut String, needle: &str) {
+    if let Some(all) = forms(needle) {
+        for (k, form) in all.iter().enumerate() {
+            if k > 0 {
+                pat.push('|');
+            }
+            for c in form.chars() {
+                lit(pat, c);
+            }
+        }
+        return;
+    }
     for c in needle.chars() {
         let variants = upper_variants(c);
         if variants.is_empty() {
@@ -336,9 +383,12 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     let count = counters(
         &query,
         |tok| {
+            if let Some(pre) = forms(tok).and_then(|f| Literals::new(MatchKind::LeftmostFirst, &f)) {
+                return Some(Finder::Literals(pre));
+            }
             let mut pat = String::new();
             case_forms(&mut pat, tok);
-            compile(&pat).ok()
+            compile(&pat).ok().map(Finder::Regex)
         },
         prefilter_part,
     )
@@ -361,6 +411,27 @@ struct Best {
     hits: Vec<Hit>,
     /// The worst hit kept at the last trim: anything not better is not kept.
     bar: Option<(f64, Option<i64>, String, String)>,
+    /// The worker's vectors for reading lines in place ([`raw::read`]).
+    scratch: raw::Scratch,
+    /// The worker's caches of the regexes: the prefilters', then each counter's.
+    caches: Caches,
+}
+
+/// A worker's regex caches (see [`Counter::cache`]).
+struct Caches {
+    plain: regex_automata::meta::Cache,
+    or_escape: regex_automata::meta::Cache,
+    counters: Vec<Option<regex_automata::meta::Cache>>,
+}
+
+/// What reading a line in place ([`Searcher::in_place`]) decided.
+enum InPlace {
+    /// The entry is no hit, or none better than those kept.
+    Done,
+    /// It is kept, with this score (its id recorded as seen): decode it for the snippet.
+    Kept(f64),
+    /// Decode the line to tell.
+    Decode,
 }
 
 fn cmp_keys(
@@ -465,6 +536,57 @@ impl Searcher {
         Some(Some(score(&positive, n)))
     }
 
+    /// Ranks the entry `line` from its raw bytes ([`raw::read`], [`Counter::count_raw`]):
+    /// no decoding, no allocation but the id of a hit. `Decode` when the line or a count
+    /// needs the decoded reading.
+    fn in_place(
+        &self,
+        line: &str,
+        escapes: bool,
+        sid: &str,
+        seen: &mut HashSet<String>,
+        best: &mut Best,
+    ) -> InPlace {
+        let Some(counters) = self.counters.as_deref() else {
+            return InPlace::Decode;
+        };
+        let Some(e) = raw::read(line, escapes, &mut best.scratch) else {
+            return InPlace::Decode;
+        };
+        let ts = parse_ms(e.timestamp);
+        let spans = &best.scratch.spans;
+        if spans.is_empty() || !self.keep(e.entry_type, e.role, ts) {
+            return InPlace::Done;
+        }
+        let b = line.as_bytes();
+        let mut positive = [0usize; MAX_TERMS + 1];
+        let mut n_positive = 0;
+        let terms = self.query.terms.iter().zip(counters);
+        for ((t, c), cache) in terms.zip(&mut best.caches.counters) {
+            let mut n = 0;
+            for s in spans {
+                let Some(k) = c.count_raw(cache.as_mut(), &b[s.start..s.end]) else {
+                    return InPlace::Decode;
+                };
+                n += k;
+            }
+            match (t.negated, n) {
+                (true, 0) => {}
+                (true, _) | (false, 0) => return InPlace::Done,
+                (false, n) => {
+                    positive[n_positive] = n;
+                    n_positive += 1;
+                }
+            }
+        }
+        let len = spans.iter().map(raw::Span::decoded_len).sum();
+        let s = score(&positive[..n_positive], len);
+        if !seen.insert(e.id.to_owned()) || !best.wants(s, ts, sid, e.id) {
+            return InPlace::Done;
+        }
+        InPlace::Kept(s)
+    }
+
     /// The parsed query.
     pub fn query(&self) -> &Query {
         &self.query
@@ -494,8 +616,17 @@ impl Searcher {
         true
     }
 
-    /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
-    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+    /// Matches one entry line (sessiontree's dialect; `escapes`: it may hold a `\u`
+    /// escape); a hit is offered to `best`.
+    fn line(
+        &self,
+        doc: usize,
+        sid: &str,
+        line: &str,
+        escapes: bool,
+        seen: &mut HashSet<String>,
+        best: &mut Best,
+    ) {
         // Newest first: an entry older than the worst kept hit is not read further (its
         // time read from the start of the line, where this library writes it).
         if best.order == Order::Newest {
@@ -508,6 +639,11 @@ impl Searcher {
                 }
             }
         }
+        let kept = match self.in_place(line, escapes, sid, seen, best) {
+            InPlace::Done => return,
+            InPlace::Kept(score) => Some(score),
+            InPlace::Decode => None,
+        };
         let Some(e) = entry_text(line) else { return };
         let ts = parse_ms(&e.timestamp);
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
@@ -515,8 +651,11 @@ impl Searcher {
         }
         // Ranked from counts alone when it can be; tokenised (for the snippet) only if
         // kept. A duplicated id names its first line (the format's rule).
-        let quick = self.quick_score(&e.texts);
-        if let Some(q) = quick {
+        let quick = match kept {
+            Some(score) => Some(Some(score)),
+            None => self.quick_score(&e.texts),
+        };
+        if let (Some(q), None) = (quick, kept) {
             let Some(s) = q else { return };
             if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
                 return;
@@ -565,15 +704,20 @@ impl Searcher {
         let mut seen = HashSet::new();
         let mut pos = nl + 1;
         let pre = &*self.prefilter;
-        let prefilter = if pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some() {
-            &pre.or_escape
-        } else {
-            &pre.plain
-        };
+        // Whether the document may hold a `\u` escape (then each line read in place is
+        // checked for one).
+        let escapes = pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some();
+
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
         while pos < data.len() {
-            let Some(m) = prefilter.search(&Input::new(data).span(pos..data.len())) else {
+            let (prefilter, cache) = if escapes {
+                (&pre.or_escape, &mut best.caches.or_escape)
+            } else {
+                (&pre.plain, &mut best.caches.plain)
+            };
+            let Some(m) = prefilter.search_with(cache, &Input::new(data).span(pos..data.len()))
+            else {
                 break;
             };
             let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
@@ -597,10 +741,10 @@ impl Searcher {
                     None
                 };
                 if let Ok(native) = entry_to_native(text, dialect, v1) {
-                    self.line(doc, sid, &native, &mut seen, best);
+                    self.line(doc, sid, &native, true, &mut seen, best);
                 }
             } else {
-                self.line(doc, sid, text, &mut seen, best);
+                self.line(doc, sid, text, escapes, &mut seen, best);
             }
         }
         if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
@@ -644,6 +788,16 @@ impl Searcher {
                 limit,
                 hits: Vec::new(),
                 bar: None,
+                scratch: raw::Scratch::default(),
+                caches: Caches {
+                    plain: self.prefilter.plain.create_cache(),
+                    or_escape: self.prefilter.or_escape.create_cache(),
+                    counters: self
+                        .counters
+                        .iter()
+                        .flat_map(|c| c.iter().map(Counter::cache))
+                        .collect(),
+                },
             };
             let mut buf = Vec::new();
             loop {

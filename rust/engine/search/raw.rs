@@ -1,0 +1,607 @@
+//! Reading an entry line's searched texts where they are, in its raw JSON bytes, to rank
+//! it without decoding it: the scan's fast path for a term counted by [`super::count`].
+//!
+//! [`read`] walks the line once and gives, for each text [`super::entry::entry_text`]
+//! would decode, where its escaped bytes are (a [`Span`]), with the entry's type, id,
+//! time and role borrowed from the line. Counting a word in a span ([`Counter::count_raw`])
+//! and measuring its decoded length need no copy: JSON's two-byte escapes (`\"`, `\\`,
+//! `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) stand for characters that are never part of a
+//! token, each one byte decoded, so a token of the decoded text is in the span as is and
+//! the byte before or after an escape is a word boundary.
+//!
+//! The walk is sure only of lines this library writes: one object, keys written once,
+//! no white space but spaces, no `\u` escape, no control byte, numbers any reading takes.
+//! Any other line (and any value whose decoding the walk would have to guess: a number
+//! read as text that could overflow, a tool argument that is not a plain integer or
+//! string, an argument object with a key written twice) gives `None`, and the caller
+//! decodes the line ([`super::entry::entry_text`]), which decides. So the fast path
+//! changes no answer; a test compares both readings on odd lines.
+//!
+//! [`Counter::count_raw`]: super::count::Counter::count_raw
+
+use memchr::memchr2;
+
+/// A searched text in a line: its raw bytes `line[start..end]` (a string's, between its
+/// quotes; a number's digits), holding `escapes` two-byte escapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Where its bytes start in the line.
+    pub start: usize,
+    /// Where they end.
+    pub end: usize,
+    /// How many two-byte escapes they hold.
+    pub escapes: usize,
+}
+
+impl Span {
+    /// The length in bytes of the decoded text.
+    pub fn decoded_len(&self) -> usize {
+        self.end - self.start - self.escapes
+    }
+}
+
+/// The facts of an entry line read in place: what [`super::entry::EntryText`] holds, the
+/// texts as [`Span`]s (in [`Scratch::spans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawEntry<'a> {
+    /// The entry's `type`.
+    pub entry_type: &'a str,
+    /// Its `id`.
+    pub id: &'a str,
+    /// Its `timestamp` as written (`""` when it has none).
+    pub timestamp: &'a str,
+    /// The message's role, for a `message` entry (`""` when it has none).
+    pub role: Option<&'a str>,
+}
+
+/// Which field a span was read from; the entry's type and role pick the ones searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    // A content block's fields (kept by the block's type).
+    Text,
+    Thinking,
+    ToolName,
+    ToolArg,
+    // A message's.
+    Content,
+    Summary,
+    Command,
+    Output,
+    // The line's.
+    LineContent,
+    LineSummary,
+    Label,
+    Name,
+}
+
+/// The vectors one walk fills, kept by a scan worker so a line allocates nothing.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    tagged: Vec<(Tag, Span)>,
+    keys: Vec<(usize, usize)>,
+    /// The searched texts of the last line [`read`], in no particular order.
+    pub spans: Vec<Span>,
+}
+
+/// How deep values may nest (serde_json refuses past 128).
+const MAX_DEPTH: usize = 100;
+/// The longest number read as text that surely reads as a float (no overflow).
+const MAX_TEXT_NUMBER: usize = 300;
+/// The longest integer a tool argument's decoding surely writes back as written.
+const MAX_PLAIN_INTEGER: usize = 18;
+
+/// A value read where a text may be (a `Str` of the decoded reading).
+#[derive(Debug, Clone, Copy)]
+enum TextValue {
+    /// A string.
+    Str(Span),
+    /// Anything else (no text).
+    Other,
+}
+
+/// Bit of each field of a line or message object, to find a key written twice.
+mod bit {
+    pub const TYPE: u16 = 1;
+    pub const ID: u16 = 1 << 1;
+    pub const TIMESTAMP: u16 = 1 << 2;
+    pub const MESSAGE: u16 = 1 << 3;
+    pub const CONTENT: u16 = 1 << 4;
+    pub const SUMMARY: u16 = 1 << 5;
+    pub const LABEL: u16 = 1 << 6;
+    pub const NAME: u16 = 1 << 7;
+    pub const ROLE: u16 = 1 << 8;
+    pub const COMMAND: u16 = 1 << 9;
+    pub const OUTPUT: u16 = 1 << 10;
+    pub const TEXT: u16 = 1 << 11;
+    pub const THINKING: u16 = 1 << 12;
+    pub const ARGUMENTS: u16 = 1 << 13;
+}
+
+/// Whether `line` can be walked: no control byte (JSON white space other than a space
+/// included) and, unless `escapes` is false (the caller knows there is none), no `\u`
+/// escape.
+pub fn walkable(line: &[u8], escapes: bool) -> bool {
+    // In blocks the compiler vectorises (no early exit inside one).
+    let control = line
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |any, &b| any | (b < 0x20)));
+    !control && !(escapes && memchr::memmem::find(line, b"\\u").is_some())
+}
+
+/// Reads the entry `line` (sessiontree's dialect) in place, its texts into
+/// `scratch.spans`; `None` when the line is one to decode (see the module doc).
+/// `escapes`: whether the line may hold a `\u` escape (`false` only when the caller
+/// knows it holds none).
+pub fn read<'a>(line: &'a str, escapes: bool, scratch: &mut Scratch) -> Option<RawEntry<'a>> {
+    scratch.tagged.clear();
+    scratch.spans.clear();
+    if !walkable(line.as_bytes(), escapes) {
+        return None;
+    }
+    let mut w = Walk {
+        b: line.as_bytes(),
+        i: 0,
+        scratch,
+    };
+    let top = w.line()?;
+    w.ws();
+    if w.i != w.b.len() {
+        return None;
+    }
+    let text = |v: Option<TextValue>| -> Option<Option<&'a str>> {
+        match v {
+            Some(TextValue::Str(s)) if s.escapes == 0 => Some(Some(&line[s.start..s.end])),
+            Some(TextValue::Str(_)) => None,
+            Some(TextValue::Other) | None => Some(None),
+        }
+    };
+    let entry_type = text(top.ty)??;
+    let id = text(top.id)??;
+    let timestamp = text(top.timestamp)?.unwrap_or("");
+    let mut role = None;
+    let keep: &[Tag] = match entry_type {
+        "message" => {
+            let m = top.message?;
+            let r = text(m)?.unwrap_or("");
+            role = Some(r);
+            match r {
+                "compaction_summary" | "branch_summary" => &[Tag::Summary],
+                "bash_execution" => &[Tag::Command, Tag::Output],
+                _ => &[Tag::Content],
+            }
+        }
+        "custom_message" => &[Tag::LineContent],
+        "compaction" | "branch_summary" => &[Tag::LineSummary],
+        "label" => &[Tag::Label],
+        "session_info" => &[Tag::Name],
+        _ => &[],
+    };
+    let Scratch { tagged, spans, .. } = &mut *w.scratch;
+    spans.extend(
+        tagged
+            .iter()
+            .filter(|(t, _)| keep.contains(t))
+            .map(|&(_, s)| s),
+    );
+    Some(RawEntry {
+        entry_type,
+        id,
+        timestamp,
+        role,
+    })
+}
+
+/// The fields of the line object that decide what is searched.
+struct Top {
+    ty: Option<TextValue>,
+    id: Option<TextValue>,
+    timestamp: Option<TextValue>,
+    /// The message's role, when the line has a message object.
+    message: Option<Option<TextValue>>,
+}
+
+struct Walk<'a, 's> {
+    b: &'a [u8],
+    i: usize,
+    scratch: &'s mut Scratch,
+}
+
+impl<'a> Walk<'a, '_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.i += 1;
+        }
+    }
+
+    /// A key's bytes; a key with an escape is none of the fields read (it holds a quote,
+    /// a backslash, a slash or a control character).
+    fn key(&self, k: Span) -> &'a [u8] {
+        if k.escapes > 0 {
+            return b"";
+        }
+        &self.b[k.start..k.end]
+    }
+
+    /// Reads byte `c` (after any spaces).
+    fn eat(&mut self, c: u8) -> Option<()> {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A string (its opening quote at `i`).
+    fn string(&mut self) -> Option<Span> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let mut at = start;
+        let mut escapes = 0;
+        loop {
+            let k = at + memchr2(b'"', b'\\', self.b.get(at..)?)?;
+            if self.b[k] == b'"' {
+                self.i = k + 1;
+                return Some(Span {
+                    start,
+                    end: k,
+                    escapes,
+                });
+            }
+            match self.b.get(k + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                _ => return None,
+            }
+            escapes += 1;
+            at = k + 2;
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        self.i - from
+    }
+
+    /// A number (JSON's grammar): its span and whether it is an integer.
+    fn number(&mut self) -> Option<(Span, bool)> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        let mut integer = true;
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            integer = false;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            integer = false;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        let span = Span {
+            start,
+            end: self.i,
+            escapes: 0,
+        };
+        Some((span, integer))
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.b.get(self.i..self.i + word.len())? == word {
+            self.i += word.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// Reads past any value (checked as JSON).
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.each_key(depth, |w, _, depth| w.skip(depth)),
+            b'[' => self.each_item(depth, |w, depth| w.skip(depth)),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+
+    /// A value where the decoded reading takes a text (`Str`): a string, or anything
+    /// else read past; `None` for a number that reading might refuse (an overflow).
+    fn text(&mut self, depth: usize) -> Option<TextValue> {
+        self.ws();
+        match self.peek()? {
+            b'"' => self.string().map(TextValue::Str),
+            b'-' | b'0'..=b'9' => {
+                let (s, _) = self.number()?;
+                let b = &self.b[s.start..s.end];
+                if b.len() > MAX_TEXT_NUMBER || b.iter().any(|&c| c == b'e' || c == b'E') {
+                    return None;
+                }
+                Some(TextValue::Other)
+            }
+            _ => self.skip(depth).map(|()| TextValue::Other),
+        }
+    }
+
+    /// A text field: its span kept under `tag` when it is a string.
+    fn tagged_text(&mut self, depth: usize, tag: Tag) -> Option<()> {
+        if let TextValue::Str(s) = self.text(depth)? {
+            self.scratch.tagged.push((tag, s));
+        }
+        Some(())
+    }
+
+    /// An object (at `i`): `f(walk, key, depth)` reads each key's value.
+    fn each_key(
+        &mut self,
+        depth: usize,
+        mut f: impl FnMut(&mut Self, Span, usize) -> Option<()>,
+    ) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let k = self.string()?;
+            self.eat(b':')?;
+            f(self, k, depth + 1)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array (at `i`): `f(walk, depth)` reads each item.
+    fn each_item(
+        &mut self,
+        depth: usize,
+        mut f: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            f(self, depth + 1)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The line object.
+    fn line(&mut self) -> Option<Top> {
+        let mut top = Top {
+            ty: None,
+            id: None,
+            timestamp: None,
+            message: None,
+        };
+        let mut seen = 0u16;
+        self.each_key(0, |w, key, depth| {
+            let field = match w.key(key) {
+                b"type" => bit::TYPE,
+                b"id" => bit::ID,
+                b"timestamp" => bit::TIMESTAMP,
+                b"message" => bit::MESSAGE,
+                b"content" => bit::CONTENT,
+                b"summary" => bit::SUMMARY,
+                b"label" => bit::LABEL,
+                b"name" => bit::NAME,
+                _ => return w.skip(depth),
+            };
+            if seen & field != 0 {
+                return None;
+            }
+            seen |= field;
+            match field {
+                bit::TYPE => top.ty = Some(w.text(depth)?),
+                bit::ID => top.id = Some(w.text(depth)?),
+                bit::TIMESTAMP => top.timestamp = Some(w.text(depth)?),
+                bit::MESSAGE => {
+                    w.ws();
+                    match w.peek()? {
+                        b'{' => top.message = Some(w.fields(depth, false)?),
+                        b'n' => w.literal(b"null")?,
+                        // A message read as a list of fields, or refused: decoded.
+                        _ => return None,
+                    }
+                }
+                bit::CONTENT => w.content(depth, Tag::LineContent)?,
+                bit::SUMMARY => w.tagged_text(depth, Tag::LineSummary)?,
+                bit::LABEL => w.tagged_text(depth, Tag::Label)?,
+                _ => w.tagged_text(depth, Tag::Name)?,
+            }
+            Some(())
+        })?;
+        Some(top)
+    }
+
+    /// A message's or a content block's fields (the object at `i`); gives its role. In a
+    /// block, the texts its type does not search are dropped.
+    fn fields(&mut self, depth: usize, block: bool) -> Option<Option<TextValue>> {
+        let mut seen = 0u16;
+        let mut ty = None;
+        let mut role = None;
+        let from = self.scratch.tagged.len();
+        self.each_key(depth, |w, key, depth| {
+            let field = match w.key(key) {
+                b"type" => bit::TYPE,
+                b"role" => bit::ROLE,
+                b"content" => bit::CONTENT,
+                b"summary" => bit::SUMMARY,
+                b"command" => bit::COMMAND,
+                b"output" => bit::OUTPUT,
+                b"text" => bit::TEXT,
+                b"thinking" => bit::THINKING,
+                b"name" => bit::NAME,
+                b"arguments" => bit::ARGUMENTS,
+                _ => return w.skip(depth),
+            };
+            if seen & field != 0 {
+                return None;
+            }
+            seen |= field;
+            match (field, block) {
+                (bit::TYPE, _) => ty = Some(w.text(depth)?),
+                (bit::ROLE, _) => role = Some(w.text(depth)?),
+                (bit::CONTENT, false) => w.content(depth, Tag::Content)?,
+                (bit::SUMMARY, false) => w.tagged_text(depth, Tag::Summary)?,
+                (bit::COMMAND, false) => w.tagged_text(depth, Tag::Command)?,
+                (bit::OUTPUT, false) => w.tagged_text(depth, Tag::Output)?,
+                (bit::TEXT, true) => w.tagged_text(depth, Tag::Text)?,
+                (bit::THINKING, true) => w.tagged_text(depth, Tag::Thinking)?,
+                (bit::NAME, true) => w.tagged_text(depth, Tag::ToolName)?,
+                (bit::ARGUMENTS, true) => w.scalars(depth)?,
+                (bit::ARGUMENTS | bit::CONTENT, _) => w.skip(depth)?,
+                _ => {
+                    w.text(depth)?;
+                }
+            }
+            Some(())
+        })?;
+        if block {
+            let kept: &[Tag] = match ty {
+                Some(TextValue::Str(s)) => match &self.b[s.start..s.end] {
+                    b"text" => &[Tag::Text],
+                    b"thinking" => &[Tag::Thinking],
+                    b"tool_call" => &[Tag::ToolName, Tag::ToolArg],
+                    _ => &[],
+                },
+                _ => &[],
+            };
+            let tagged = &mut self.scratch.tagged;
+            let mut to = from;
+            for k in from..tagged.len() {
+                if kept.contains(&tagged[k].0) {
+                    tagged[to] = tagged[k];
+                    to += 1;
+                }
+            }
+            tagged.truncate(to);
+        }
+        Some(role)
+    }
+
+    /// A `content` value: a string's span, or the searched texts of a list of blocks,
+    /// kept under `tag`; anything else has no text.
+    fn content(&mut self, depth: usize, tag: Tag) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'"' => {
+                let s = self.string()?;
+                self.scratch.tagged.push((tag, s));
+            }
+            b'[' => {
+                let from = self.scratch.tagged.len();
+                self.each_item(depth, |w, depth| {
+                    w.ws();
+                    if w.peek()? == b'{' {
+                        w.fields(depth, true).map(drop)
+                    } else {
+                        w.skip(depth)
+                    }
+                })?;
+                for t in &mut self.scratch.tagged[from..] {
+                    t.0 = tag;
+                }
+            }
+            _ => self.skip(depth)?,
+        }
+        Some(())
+    }
+
+    /// A tool call's arguments: every string and number inside, never a key. A number
+    /// other than a plain integer, or an object with a key written twice or escaped (the
+    /// decoded reading keeps the last), sends the line to be decoded.
+    fn scalars(&mut self, depth: usize) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'"' => {
+                let s = self.string()?;
+                self.scratch.tagged.push((Tag::ToolArg, s));
+            }
+            b'{' => {
+                let from = self.scratch.keys.len();
+                self.each_key(depth, |w, key, depth| {
+                    let b = w.b;
+                    let name = &b[key.start..key.end];
+                    if key.escapes > 0
+                        || w.scratch.keys[from..]
+                            .iter()
+                            .any(|&(s, e)| &b[s..e] == name)
+                    {
+                        return None;
+                    }
+                    w.scratch.keys.push((key.start, key.end));
+                    w.scalars(depth)
+                })?;
+                self.scratch.keys.truncate(from);
+            }
+            b'[' => self.each_item(depth, |w, depth| w.scalars(depth))?,
+            b'-' | b'0'..=b'9' => {
+                let (s, integer) = self.number()?;
+                let b = &self.b[s.start..s.end];
+                // `-0` reads as 0.
+                if !integer || b.len() > MAX_PLAIN_INTEGER || b.starts_with(b"-0") {
+                    return None;
+                }
+                self.scratch.tagged.push((Tag::ToolArg, s));
+            }
+            _ => self.skip(depth)?,
+        }
+        Some(())
+    }
+}
