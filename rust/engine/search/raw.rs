@@ -19,8 +19,6 @@
 //!
 //! [`Counter::count_raw`]: super::count::Counter::count_raw
 
-use memchr::memchr2;
-
 /// A searched text in a line: its raw bytes `line[start..end]` (a string's, between its
 /// quotes; a number's digits), holding `escapes` two-byte escapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,27 +115,54 @@ mod bit {
     pub const ARGUMENTS: u16 = 1 << 13;
 }
 
-/// Whether `line` can be walked: no control byte (JSON white space other than a space
-/// included) and, unless `escapes` is false (the caller knows there is none), no `\u`
-/// escape.
-pub fn walkable(line: &[u8], escapes: bool) -> bool {
-    // In blocks the compiler vectorises (no early exit inside one).
-    let control = line
-        .chunks(64)
-        .any(|c| c.iter().fold(false, |any, &b| any | (b < 0x20)));
-    !control && !(escapes && memchr::memmem::find(line, b"\\u").is_some())
+/// The offset in `b` of its first quote, backslash or control byte: where a string's
+/// plain run stops. Sixteen bytes at a time (SSE2, which every x86-64 has): most strings
+/// of a line are short keys and values, for which a call to `memchr` costs more than the
+/// search.
+#[cfg(target_arch = "x86_64")]
+fn stop(b: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut i = 0;
+    // SAFETY: SSE2 is in every x86-64 processor (the target's baseline), and each load
+    // reads `b[i..i + 16]`, inside `b` (unaligned loads).
+    unsafe {
+        let quote = _mm_set1_epi8(b'"'.cast_signed());
+        let backslash = _mm_set1_epi8(b'\\'.cast_signed());
+        let control = _mm_set1_epi8(0x1F);
+        while i + 16 <= b.len() {
+            let x = _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>());
+            let hit = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                // A byte at most 0x1F is its own minimum with 0x1F.
+                _mm_cmpeq_epi8(_mm_min_epu8(x, control), x),
+            );
+            let mask = _mm_movemask_epi8(hit).cast_unsigned();
+            if mask != 0 {
+                return Some(i + mask.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+    }
+    stop_scalar(&b[i..]).map(|k| i + k)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn stop(b: &[u8]) -> Option<usize> {
+    stop_scalar(b)
+}
+
+fn stop_scalar(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)
 }
 
 /// Reads the entry `line` (sessiontree's dialect) in place, its texts into
 /// `scratch.spans`; `None` when the line is one to decode (see the module doc).
-/// `escapes`: whether the line may hold a `\u` escape (`false` only when the caller
-/// knows it holds none).
-pub fn read<'a>(line: &'a str, escapes: bool, scratch: &mut Scratch) -> Option<RawEntry<'a>> {
+pub fn read<'a>(line: &'a str, scratch: &mut Scratch) -> Option<RawEntry<'a>> {
     scratch.tagged.clear();
     scratch.spans.clear();
-    if !walkable(line.as_bytes(), escapes) {
-        return None;
-    }
     let mut w = Walk {
         b: line.as_bytes(),
         i: 0,
@@ -246,15 +271,21 @@ impl<'a> Walk<'a, '_> {
         let mut at = start;
         let mut escapes = 0;
         loop {
-            let k = at + memchr2(b'"', b'\\', self.b.get(at..)?)?;
-            if self.b[k] == b'"' {
-                self.i = k + 1;
-                return Some(Span {
-                    start,
-                    end: k,
-                    escapes,
-                });
+            let k = at + stop(self.b.get(at..)?)?;
+            match self.b[k] {
+                b'"' => {
+                    self.i = k + 1;
+                    return Some(Span {
+                        start,
+                        end: k,
+                        escapes,
+                    });
+                }
+                b'\\' => {}
+                // A control byte, which JSON refuses in a string.
+                _ => return None,
             }
+            // A `\u` escape is refused too (see the module doc).
             match self.b.get(k + 1)? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                 _ => return None,

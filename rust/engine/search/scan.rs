@@ -101,6 +101,9 @@ pub struct Hit {
     /// Whether the entry is on its session's current branch, when the scan could tell
     /// (whole documents in sessiontree's dialect; see [`super::branch`]).
     pub on_branch: Option<bool>,
+    /// The entry's line while the hit may still be dropped for better ones: its snippet
+    /// is made once it is among the best ([`Searcher::run`]).
+    line: Option<String>,
 }
 
 /// Parses an ISO-8601 time (`YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±HH:MM]`, or a bare date as
@@ -425,11 +428,11 @@ struct Caches {
 }
 
 /// What reading a line in place ([`Searcher::in_place`]) decided.
-enum InPlace {
+enum InPlace<'a> {
     /// The entry is no hit, or none better than those kept.
     Done,
-    /// It is kept, with this score (its id recorded as seen): decode it for the snippet.
-    Kept(f64),
+    /// It is kept (its id recorded as seen), with this score and time.
+    Kept(raw::RawEntry<'a>, f64, Option<i64>),
     /// Decode the line to tell.
     Decode,
 }
@@ -539,18 +542,17 @@ impl Searcher {
     /// Ranks the entry `line` from its raw bytes ([`raw::read`], [`Counter::count_raw`]):
     /// no decoding, no allocation but the id of a hit. `Decode` when the line or a count
     /// needs the decoded reading.
-    fn in_place(
+    fn in_place<'a>(
         &self,
-        line: &str,
-        escapes: bool,
+        line: &'a str,
         sid: &str,
         seen: &mut HashSet<String>,
         best: &mut Best,
-    ) -> InPlace {
+    ) -> InPlace<'a> {
         let Some(counters) = self.counters.as_deref() else {
             return InPlace::Decode;
         };
-        let Some(e) = raw::read(line, escapes, &mut best.scratch) else {
+        let Some(e) = raw::read(line, &mut best.scratch) else {
             return InPlace::Decode;
         };
         let ts = parse_ms(e.timestamp);
@@ -584,7 +586,7 @@ impl Searcher {
         if !seen.insert(e.id.to_owned()) || !best.wants(s, ts, sid, e.id) {
             return InPlace::Done;
         }
-        InPlace::Kept(s)
+        InPlace::Kept(e, s, ts)
     }
 
     /// The parsed query.
@@ -616,17 +618,8 @@ impl Searcher {
         true
     }
 
-    /// Matches one entry line (sessiontree's dialect; `escapes`: it may hold a `\u`
-    /// escape); a hit is offered to `best`.
-    fn line(
-        &self,
-        doc: usize,
-        sid: &str,
-        line: &str,
-        escapes: bool,
-        seen: &mut HashSet<String>,
-        best: &mut Best,
-    ) {
+    /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
+    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
         // Newest first: an entry older than the worst kept hit is not read further (its
         // time read from the start of the line, where this library writes it).
         if best.order == Order::Newest {
@@ -639,11 +632,32 @@ impl Searcher {
                 }
             }
         }
-        let kept = match self.in_place(line, escapes, sid, seen, best) {
+        match self.in_place(line, sid, seen, best) {
             InPlace::Done => return,
-            InPlace::Kept(score) => Some(score),
-            InPlace::Decode => None,
-        };
+            InPlace::Kept(e, score, ts) => {
+                let mut hit = Hit {
+                    doc,
+                    session_id: sid.to_owned(),
+                    entry_id: e.id.to_owned(),
+                    entry_type: e.entry_type.to_owned(),
+                    role: e.role.map(str::to_owned),
+                    timestamp: e.timestamp.to_owned(),
+                    ts_ms: ts,
+                    score,
+                    snippet: String::new(),
+                    marks: Vec::new(),
+                    on_branch: None,
+                    line: Some(line.to_owned()),
+                };
+                // With a limit, the snippet waits until the hit is among the best.
+                if best.limit.is_none() {
+                    self.quote(&mut hit);
+                }
+                best.push(hit);
+                return;
+            }
+            InPlace::Decode => {}
+        }
         let Some(e) = entry_text(line) else { return };
         let ts = parse_ms(&e.timestamp);
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
@@ -651,11 +665,8 @@ impl Searcher {
         }
         // Ranked from counts alone when it can be; tokenised (for the snippet) only if
         // kept. A duplicated id names its first line (the format's rule).
-        let quick = match kept {
-            Some(score) => Some(Some(score)),
-            None => self.quick_score(&e.texts),
-        };
-        if let (Some(q), None) = (quick, kept) {
+        let quick = self.quick_score(&e.texts);
+        if let Some(q) = quick {
             let Some(s) = q else { return };
             if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
                 return;
@@ -683,7 +694,24 @@ impl Searcher {
             snippet,
             marks,
             on_branch: None,
+            line: None,
         });
+    }
+
+    /// Makes the snippet of a hit kept from its line read in place.
+    fn quote(&self, hit: &mut Hit) {
+        let Some(line) = hit.line.take() else { return };
+        let Some(e) = entry_text(&line) else {
+            debug_assert!(false, "a line read in place is no entry: {line}");
+            return;
+        };
+        let might = |t: &str| self.any_token.is_match(t.as_bytes());
+        let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
+            debug_assert!(false, "a line read in place does not match: {line}");
+            return;
+        };
+        debug_assert_eq!(m.score, hit.score, "{line}");
+        (hit.snippet, hit.marks) = snippet(&e.texts, &m);
     }
 
     /// Searches one session document (header line first).
@@ -704,8 +732,6 @@ impl Searcher {
         let mut seen = HashSet::new();
         let mut pos = nl + 1;
         let pre = &*self.prefilter;
-        // Whether the document may hold a `\u` escape (then each line read in place is
-        // checked for one).
         let escapes = pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some();
 
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
@@ -741,10 +767,10 @@ impl Searcher {
                     None
                 };
                 if let Ok(native) = entry_to_native(text, dialect, v1) {
-                    self.line(doc, sid, &native, true, &mut seen, best);
+                    self.line(doc, sid, &native, &mut seen, best);
                 }
             } else {
-                self.line(doc, sid, text, escapes, &mut seen, best);
+                self.line(doc, sid, text, &mut seen, best);
             }
         }
         if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
@@ -826,6 +852,9 @@ impl Searcher {
         sort_hits(order, &mut hits);
         if let Some(l) = limit {
             hits.truncate(l);
+        }
+        for h in &mut hits {
+            self.quote(h);
         }
         hits
     }
@@ -1047,6 +1076,98 @@ pub fn line_tokens(line: &[u8], pi: bool) -> String {
 #[cfg(test)]
 mod timing {
     /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
+    /// The steps of reading a common word's lines in place, each timed over every file
+    /// (one thread): `SEARCH_TIMING_DIR=/path SEARCH_TIMING_WORD=merge cargo test
+    /// --release --lib raw_steps -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement on local files"]
+    fn raw_steps() {
+        use super::super::raw;
+        use std::time::Instant;
+        let Ok(dir) = std::env::var("SEARCH_TIMING_DIR") else {
+            return;
+        };
+        let word = std::env::var("SEARCH_TIMING_WORD").unwrap_or_else(|_| "merge".into());
+        let searcher = super::Searcher::new(&word, super::Filters::default()).unwrap();
+        let counters = searcher.counters.as_deref().unwrap();
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        paths.sort();
+        let t = Instant::now();
+        let docs: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        let total: usize = docs.iter().map(Vec::len).sum();
+        println!("read {} MB: {:?}", total / 1_000_000, t.elapsed());
+        let t = Instant::now();
+        let n: usize = docs
+            .iter()
+            .map(|d| usize::from(memchr::memmem::find(d, b"\\u").is_some()))
+            .sum();
+        println!("\\u check: {:?} ({n})", t.elapsed());
+        let t = Instant::now();
+        let mut lines: Vec<(usize, usize, usize)> = Vec::new();
+        let mut cache = searcher.prefilter.plain.create_cache();
+        for (k, d) in docs.iter().enumerate() {
+            let mut pos = memchr::memchr(b'\n', d).unwrap() + 1;
+            while let Some(m) = searcher
+                .prefilter
+                .plain
+                .search_with(&mut cache, &super::Input::new(d).span(pos..d.len()))
+            {
+                let start = memchr::memrchr(b'\n', &d[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+                let Some(end) = memchr::memchr(b'\n', &d[m.start()..]).map(|i| m.start() + i) else {
+                    break;
+                };
+                lines.push((k, start, end));
+                pos = end + 1;
+            }
+        }
+        let bytes: usize = lines.iter().map(|l| l.2 - l.1).sum();
+        println!(
+            "prefilter: {:?} ({} lines, {} MB)",
+            t.elapsed(),
+            lines.len(),
+            bytes / 1_000_000
+        );
+        for _round in 0..3 {
+        let t = Instant::now();
+        let ok = lines
+            .iter()
+            .filter(|l| simdutf8::basic::from_utf8(&docs[l.0][l.1..l.2]).is_ok())
+            .count();
+        println!("utf-8: {:?} ({ok})", t.elapsed());
+        let t = Instant::now();
+
+        let mut scratch = raw::Scratch::default();
+        let mut spans = 0;
+        let strs: Vec<&str> = lines
+            .iter()
+            .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
+            .collect();
+        for l in &strs {
+            if raw::read(l, &mut scratch).is_some() {
+                spans += scratch.spans.len();
+            }
+        }
+        println!("read in place: {:?} ({spans} texts)", t.elapsed());
+        let t = Instant::now();
+        let mut found = 0;
+        let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
+        for l in &strs {
+            if raw::read(l, &mut scratch).is_some() {
+                for s in &scratch.spans {
+                    found += counters[0]
+                        .count_raw(caches[0].as_mut(), &l.as_bytes()[s.start..s.end])
+                        .unwrap_or(0);
+                }
+            }
+        }
+        println!("read and count: {:?} ({found} found)", t.elapsed());
+        }
+    }
+
     #[test]
     #[ignore = "a measurement on local files"]
     fn where_the_time_goes() {
