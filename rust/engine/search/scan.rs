@@ -12,7 +12,6 @@
 //! ([`super::branch`]).
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
@@ -427,6 +426,9 @@ struct Caches {
     counters: Vec<Option<regex_automata::meta::Cache>>,
 }
 
+/// The ids of a document's entries that matched (a duplicated id names its first line).
+type Seen = hashbrown::HashSet<String>;
+
 /// What reading a line in place ([`Searcher::in_place`]) decided.
 enum InPlace<'a> {
     /// The entry is no hit, or none better than those kept.
@@ -546,7 +548,7 @@ impl Searcher {
         &self,
         line: &'a str,
         sid: &str,
-        seen: &mut HashSet<String>,
+        seen: &mut Seen,
         best: &mut Best,
     ) -> InPlace<'a> {
         let Some(counters) = self.counters.as_deref() else {
@@ -619,7 +621,7 @@ impl Searcher {
     }
 
     /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
-    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut Seen, best: &mut Best) {
         // Newest first: an entry older than the worst kept hit is not read further (its
         // time read from the start of the line, where this library writes it).
         if best.order == Order::Newest {
@@ -729,7 +731,7 @@ impl Searcher {
         let Ok(dialect) = detect(header.trim_end_matches('\r'), firsts) else {
             return;
         };
-        let mut seen = HashSet::new();
+        let mut seen = Seen::default();
         let mut pos = nl + 1;
         let pre = &*self.prefilter;
         let escapes = pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some();
