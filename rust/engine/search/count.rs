@@ -135,12 +135,42 @@ impl Counter {
         self.count_in(cache, raw, true)
     }
 
-    fn count_in(&self, mut cache: Option<&mut Cache>, b: &[u8], escaped: bool) -> Option<usize> {
+    fn count_in(&self, cache: Option<&mut Cache>, b: &[u8], escaped: bool) -> Option<usize> {
+        let mut n = 0;
+        let mut sure = true;
+        self.each(cache, b, escaped, |_, certain| {
+            n += 1;
+            sure = certain;
+            certain
+        });
+        sure.then_some(n)
+    }
+
+    /// Where the term may match in a JSON line's raw bytes `line` (holding no `\u`
+    /// escape): the start of every find [`Counter::count_raw`] would count or send to
+    /// the tokeniser, pushed to `out`. A match of the term in any text of the line is
+    /// among them (its quotes are word boundaries), with finds in keys and other fields.
+    pub fn finds_raw(&self, cache: Option<&mut Cache>, line: &[u8], out: &mut Vec<usize>) {
+        self.each(cache, line, true, |m, _| {
+            out.push(m.start);
+            true
+        });
+    }
+
+    /// Calls `f(find, certain)` for each find in `b` the tokeniser may count: `certain`
+    /// when it surely does, `false` when that takes the tokeniser (a non-ASCII
+    /// neighbour); stops when `f` says so. `escaped`: `b` is a JSON string's raw bytes.
+    fn each(
+        &self,
+        mut cache: Option<&mut Cache>,
+        b: &[u8],
+        escaped: bool,
+        mut f: impl FnMut(std::ops::Range<usize>, bool) -> bool,
+    ) {
         // Whether the byte at `i` is an escape's letter: after an odd run of backslashes.
         let escape_letter = |i: usize| {
             escaped && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
         };
-        let mut n = 0;
         let mut from = 0;
         while let Some(found) = self.re.find(cache.as_deref_mut(), b, from) {
             let m = match &self.part {
@@ -169,27 +199,28 @@ impl Counter {
             }
             // The byte before must end the previous run: ASCII and not a token character
             // (or an escape's letter).
+            let mut certain = true;
             if let Some(&p) = b[..m.start].last() {
                 if p >= 0x80 {
-                    return None;
-                }
-                if p.is_ascii_alphanumeric() && !escape_letter(m.start - 1) {
+                    certain = false;
+                } else if p.is_ascii_alphanumeric() && !escape_letter(m.start - 1) {
                     continue;
                 }
             }
             if !simple(&b[m.clone()]) {
-                return None;
+                certain = false;
             }
             match b.get(m.end) {
                 None => {}
-                Some(&q) if q >= 0x80 => return None,
+                Some(&q) if q >= 0x80 => certain = false,
                 // A longer token: a match for a prefix only.
                 Some(&q) if q.is_ascii_alphanumeric() && !self.prefix => continue,
                 Some(_) => {}
             }
-            n += 1;
+            if !f(m, certain) {
+                return;
+            }
         }
-        Some(n)
     }
 }
 

@@ -27,7 +27,7 @@ use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
-use super::branch::{branch_ids, head_timestamp, LineLimits};
+use super::branch::{branch_ids, head_id, head_timestamp, LineLimits};
 use super::count::{count_terms, counters, Counter, Finder};
 use super::entry::{entry_text, match_texts, score, snippet};
 use super::query::{Query, MAX_TERMS};
@@ -417,6 +417,8 @@ struct Best {
     scratch: raw::Scratch,
     /// The worker's caches of the regexes: the prefilters', then each counter's.
     caches: Caches,
+    /// The worker's vector of finds ([`Searcher::bound`]).
+    finds: Vec<usize>,
 }
 
 /// A worker's regex caches (see [`Counter::cache`]).
@@ -426,8 +428,60 @@ struct Caches {
     counters: Vec<Option<regex_automata::meta::Cache>>,
 }
 
-/// The ids of a document's entries that matched (a duplicated id names its first line).
-type Seen = hashbrown::HashSet<String>;
+/// Whether the quote at `q` ends or starts a string: not after an odd run of
+/// backslashes.
+fn unescaped(line: &[u8], q: usize) -> bool {
+    line[..q].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0
+}
+
+/// The quotes around byte `p` of a JSON line, taken to be in a string.
+fn enclosing(line: &[u8], p: usize) -> Option<(usize, usize)> {
+    let mut i = p;
+    let open = loop {
+        let q = memrchr(b'"', &line[..i])?;
+        if unescaped(line, q) {
+            break q;
+        }
+        i = q;
+    };
+    let mut j = p;
+    let close = loop {
+        let q = j + memchr(b'"', &line[j..])?;
+        if unescaped(line, q) {
+            break q;
+        }
+        j = q + 1;
+    };
+    Some((open, close))
+}
+
+/// The ids of a document's entries that matched (a duplicated id names its first line
+/// that matched), and the lines skipped for their score's bound ([`Searcher::bound`]),
+/// any of which may have matched.
+struct Seen<'d> {
+    ids: hashbrown::HashSet<String>,
+    /// The document.
+    data: &'d [u8],
+    /// The hashes of the skipped lines' ids.
+    skipped: hashbrown::HashSet<u64>,
+    /// The skipped lines: their id's hash and where they are in `data`.
+    skipped_lines: Vec<(u64, usize, usize)>,
+}
+
+impl<'d> Seen<'d> {
+    fn new(data: &'d [u8]) -> Seen<'d> {
+        Seen {
+            ids: hashbrown::HashSet::new(),
+            data,
+            skipped: hashbrown::HashSet::new(),
+            skipped_lines: Vec::new(),
+        }
+    }
+}
+
+fn id_hash(id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id)
+}
 
 /// What reading a line in place ([`Searcher::in_place`]) decided.
 enum InPlace<'a> {
@@ -585,7 +639,7 @@ impl Searcher {
         }
         let len = spans.iter().map(raw::Span::decoded_len).sum();
         let s = score(&positive[..n_positive], len);
-        if !seen.insert(e.id.to_owned()) || !best.wants(s, ts, sid, e.id) {
+        if !self.first(seen, e.id) || !best.wants(s, ts, sid, e.id) {
             return InPlace::Done;
         }
         InPlace::Kept(e, s, ts)
@@ -670,7 +724,7 @@ impl Searcher {
         let quick = self.quick_score(&e.texts);
         if let Some(q) = quick {
             let Some(s) = q else { return };
-            if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
+            if !self.first(seen, &e.id) || !best.wants(s, ts, sid, &e.id) {
                 return;
             }
         }
@@ -680,7 +734,7 @@ impl Searcher {
             return;
         };
         debug_assert!(quick.is_none_or(|q| q == Some(m.score)));
-        if quick.is_none() && (!seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id)) {
+        if quick.is_none() && (!self.first(seen, &e.id) || !best.wants(m.score, ts, sid, &e.id)) {
             return;
         }
         let (snippet, marks) = snippet(&e.texts, &m);
@@ -698,6 +752,78 @@ impl Searcher {
             on_branch: None,
             line: None,
         });
+    }
+
+    /// Records that the entry `id` matched: whether it is the first line with this id
+    /// that did (an earlier line skipped for its bound is read again to tell).
+    fn first(&self, seen: &mut Seen<'_>, id: &str) -> bool {
+        if !seen.ids.insert(id.to_owned()) {
+            return false;
+        }
+        if seen.skipped.is_empty() || !seen.skipped.contains(&id_hash(id.as_bytes())) {
+            return true;
+        }
+        let h = id_hash(id.as_bytes());
+        seen.skipped_lines
+            .iter()
+            .filter(|l| l.0 == h)
+            .filter_map(|&(_, s, e)| simdutf8::basic::from_utf8(&seen.data[s..e]).ok())
+            .all(|line| self.matched_id(line).as_deref() != Some(id))
+    }
+
+    /// The id of the entry `line` when it matches (filters included), read the long way.
+    fn matched_id(&self, line: &str) -> Option<String> {
+        let e = entry_text(line)?;
+        let ts = parse_ms(&e.timestamp);
+        if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
+            return None;
+        }
+        let matched = match self.quick_score(&e.texts) {
+            Some(q) => q.is_some(),
+            None => match_texts(&self.query, &e.texts, None).is_some(),
+        };
+        matched.then_some(e.id)
+    }
+
+    /// An upper bound of the score of the entry `line` (raw bytes, from a document with
+    /// no `\u` escape), from the finds of each positive term in the whole line (more
+    /// than its texts hold) and the shortest string holding one (no shorter than the
+    /// entry's searched text, which holds a match): `None` when a term has no find, so
+    /// the entry cannot match. Reads only the strings holding finds, not the line.
+    fn bound(&self, line: &[u8], best: &mut Best) -> Option<f64> {
+        let counters = self.counters.as_deref()?;
+        let finds = &mut best.finds;
+        finds.clear();
+        let mut counts = [0usize; MAX_TERMS + 1];
+        let mut k = 0;
+        let terms = self.query.terms.iter().zip(counters);
+        for ((t, c), cache) in terms.zip(&mut best.caches.counters) {
+            if t.negated {
+                continue;
+            }
+            let before = finds.len();
+            c.finds_raw(cache.as_mut(), line, finds);
+            counts[k] = finds.len() - before;
+            if counts[k] == 0 {
+                return None;
+            }
+            k += 1;
+        }
+        let mut shortest = usize::MAX;
+        let mut last = 0..0;
+        for &p in finds.iter() {
+            if last.contains(&p) {
+                continue;
+            }
+            let Some((open, close)) = enclosing(line, p) else {
+                shortest = 0;
+                break;
+            };
+            let backslashes = memchr::memchr_iter(b'\\', &line[open + 1..close]).count();
+            shortest = shortest.min(close - open - 1 - backslashes);
+            last = open..close;
+        }
+        Some(score(&counts[..k], shortest))
     }
 
     /// Makes the snippet of a hit kept from its line read in place.
@@ -731,10 +857,20 @@ impl Searcher {
         let Ok(dialect) = detect(header.trim_end_matches('\r'), firsts) else {
             return;
         };
-        let mut seen = Seen::default();
+        let mut seen = Seen::new(data);
         let mut pos = nl + 1;
         let pre = &*self.prefilter;
         let escapes = pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some();
+        // Ranking by relevance, a line is skipped when its score's bound is below the
+        // worst hit kept (not for digits: a number's text is not its bytes).
+        let bounded = best.order == Order::Relevance
+            && dialect == Dialect::Native
+            && !escapes
+            && self.counters.is_some()
+            && self
+                .query
+                .positive()
+                .all(|t| !t.tokens.iter().any(|w| w.bytes().any(|b| b.is_ascii_digit())));
 
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
@@ -757,6 +893,23 @@ impl Searcher {
             let raw = data[start..end]
                 .strip_suffix(b"\r")
                 .unwrap_or(&data[start..end]);
+            if bounded {
+                if let Some(bar) = best.bar.as_ref().map(|b| b.0) {
+                    match self.bound(raw, best) {
+                        None => continue,
+                        Some(b) if b < bar => {
+                            // Skipped, its id kept in case a later line has it.
+                            if let Some(id) = head_id(raw) {
+                                let h = id_hash(id);
+                                seen.skipped.insert(h);
+                                seen.skipped_lines.push((h, start, start + raw.len()));
+                                continue;
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
             let Ok(text) = simdutf8::basic::from_utf8(raw) else {
                 continue;
             };
@@ -826,6 +979,7 @@ impl Searcher {
                         .flat_map(|c| c.iter().map(Counter::cache))
                         .collect(),
                 },
+                finds: Vec::new(),
             };
             let mut buf = Vec::new();
             loop {
