@@ -138,7 +138,7 @@ impl Counter {
     fn count_in(&self, cache: Option<&mut Cache>, b: &[u8], escaped: bool) -> Option<usize> {
         let mut n = 0;
         let mut sure = true;
-        self.each(cache, b, escaped, |_, certain| {
+        self.each(cache, b, 0, escaped, |_, certain| {
             n += 1;
             sure = certain;
             certain
@@ -150,8 +150,15 @@ impl Counter {
     /// escape): the start of every find [`Counter::count_raw`] would count or send to
     /// the tokeniser, pushed to `out`. A match of the term in any text of the line is
     /// among them (its quotes are word boundaries), with finds in keys and other fields.
-    pub fn finds_raw(&self, cache: Option<&mut Cache>, line: &[u8], out: &mut Vec<usize>) {
-        self.each(cache, line, true, |m, _| {
+    /// `from`: where to look from (no find starts before it).
+    pub fn finds_raw(
+        &self,
+        cache: Option<&mut Cache>,
+        line: &[u8],
+        from: usize,
+        out: &mut Vec<usize>,
+    ) {
+        self.each(cache, line, from, true, |m, _| {
             out.push(m.start);
             true
         });
@@ -164,6 +171,7 @@ impl Counter {
         &self,
         mut cache: Option<&mut Cache>,
         b: &[u8],
+        mut from: usize,
         escaped: bool,
         mut f: impl FnMut(std::ops::Range<usize>, bool) -> bool,
     ) {
@@ -171,7 +179,6 @@ impl Counter {
         let escape_letter = |i: usize| {
             escaped && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
         };
-        let mut from = 0;
         while let Some(found) = self.re.find(cache.as_deref_mut(), b, from) {
             let m = match &self.part {
                 None => {

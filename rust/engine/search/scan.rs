@@ -473,7 +473,8 @@ impl<'d> Seen<'d> {
         Seen {
             ids: hashbrown::HashSet::new(),
             data,
-            skipped: hashbrown::HashSet::new(),
+            // About one line in 2 kB of a document is skipped, commonly.
+            skipped: hashbrown::HashSet::with_capacity(data.len() / 2048),
             skipped_lines: Vec::new(),
         }
     }
@@ -790,7 +791,12 @@ impl Searcher {
     /// than its texts hold) and the shortest string holding one (no shorter than the
     /// entry's searched text, which holds a match): `None` when a term has no find, so
     /// the entry cannot match. Reads only the strings holding finds, not the line.
-    fn bound(&self, line: &[u8], best: &mut Best) -> Option<f64> {
+    ///
+    /// `first`: where the line prefilter's first find is in the line; the needle's
+    /// token starts no sooner than its longest form before it.
+    fn bound(&self, line: &[u8], first: usize, bar: f64, best: &mut Best) -> Option<f64> {
+        let needle = self.query.needle();
+        let needle_from = first.saturating_sub(4 * needle.chars().count());
         let counters = self.counters.as_deref()?;
         let finds = &mut best.finds;
         finds.clear();
@@ -802,7 +808,12 @@ impl Searcher {
                 continue;
             }
             let before = finds.len();
-            c.finds_raw(cache.as_mut(), line, finds);
+            let from = if t.tokens.len() == 1 && t.tokens[0] == needle {
+                needle_from
+            } else {
+                0
+            };
+            c.finds_raw(cache.as_mut(), line, from, finds);
             counts[k] = finds.len() - before;
             if counts[k] == 0 {
                 return None;
@@ -819,11 +830,29 @@ impl Searcher {
                 shortest = 0;
                 break;
             };
-            let backslashes = memchr::memchr_iter(b'\\', &line[open + 1..close]).count();
-            shortest = shortest.min(close - open - 1 - backslashes);
+            // Each escape is two bytes of one character: the text is at least half its
+            // bytes (counted exactly below when that bound is too loose).
+            shortest = shortest.min((close - open - 1).div_ceil(2));
             last = open..close;
         }
-        Some(score(&counts[..k], shortest))
+        let loose = score(&counts[..k], shortest);
+        if loose < bar || shortest == 0 {
+            return Some(loose);
+        }
+        let mut exact = usize::MAX;
+        let mut last = 0..0;
+        for &p in finds.iter() {
+            if last.contains(&p) {
+                continue;
+            }
+            let Some((open, close)) = enclosing(line, p) else {
+                return Some(loose);
+            };
+            let backslashes = memchr::memchr_iter(b'\\', &line[open + 1..close]).count();
+            exact = exact.min(close - open - 1 - backslashes);
+            last = open..close;
+        }
+        Some(score(&counts[..k], exact))
     }
 
     /// Makes the snippet of a hit kept from its line read in place.
@@ -895,7 +924,7 @@ impl Searcher {
                 .unwrap_or(&data[start..end]);
             if bounded {
                 if let Some(bar) = best.bar.as_ref().map(|b| b.0) {
-                    match self.bound(raw, best) {
+                    match self.bound(raw, m.start() - start, bar, best) {
                         None => continue,
                         Some(b) if b < bar => {
                             // Skipped, its id kept in case a later line has it.
