@@ -176,9 +176,8 @@ impl Counter {
         mut f: impl FnMut(std::ops::Range<usize>, bool) -> bool,
     ) {
         // Whether the byte at `i` is an escape's letter: after an odd run of backslashes.
-        let escape_letter = |i: usize| {
-            escaped && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
-        };
+        let escape_letter =
+            |i: usize| escaped && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1;
         while let Some(found) = self.re.find(cache.as_deref_mut(), b, from) {
             let m = match &self.part {
                 None => {

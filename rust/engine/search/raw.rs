@@ -131,8 +131,8 @@ fn stop(b: &[u8]) -> Option<usize> {
 #[cfg(target_arch = "x86_64")]
 fn stop_sse2(b: &[u8]) -> Option<usize> {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
-        _mm_or_si128, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
     let mut i = 0;
     // SAFETY: SSE2 is in every x86-64 processor (the target's baseline), and each load
@@ -675,5 +675,240 @@ impl<'a> Walk<'a, '_> {
             _ => self.skip(depth)?,
         }
         Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::count::{counters, Finder};
+    use super::super::entry::entry_text;
+    use super::super::query::Query;
+    use super::*;
+
+    /// The texts of a line read in place, decoded, sorted (the in-place reading keeps no
+    /// order); `None` when it sends the line to be decoded.
+    fn in_place(line: &str) -> Option<(RawEntry<'_>, Vec<String>)> {
+        let mut scratch = Scratch::default();
+        let e = read(line, &mut scratch)?;
+        let mut texts: Vec<String> = scratch
+            .spans
+            .iter()
+            .map(|s| {
+                let raw = &line[s.start..s.end];
+                let text = if line.as_bytes()[s.start.saturating_sub(1)] == b'"' {
+                    serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap()
+                } else {
+                    raw.to_owned() // a number
+                };
+                assert_eq!(text.len(), s.decoded_len(), "{raw}");
+                text
+            })
+            .collect();
+        texts.sort();
+        Some((e, texts))
+    }
+
+    /// The decoded reading's facts, texts sorted.
+    fn decoded(line: &str) -> Option<(String, String, String, Option<String>, Vec<String>)> {
+        let e = entry_text(line)?;
+        let mut texts: Vec<String> = e.texts.into_iter().map(|t| t.into_owned()).collect();
+        texts.sort();
+        Some((e.entry_type, e.id, e.timestamp, e.role, texts))
+    }
+
+    /// Lines read in place give what decoding gives; `sure`: whether each is read in
+    /// place (else it is left to decoding).
+    fn agree(cases: &[(&str, bool)]) {
+        for &(line, sure) in cases {
+            let got = in_place(line);
+            assert_eq!(got.is_some(), sure, "{line}");
+            if let Some((e, texts)) = got {
+                let want = decoded(line).expect(line);
+                assert_eq!(
+                    (
+                        e.entry_type.to_owned(),
+                        e.id.to_owned(),
+                        e.timestamp.to_owned(),
+                        e.role.map(str::to_owned),
+                        texts
+                    ),
+                    want,
+                    "{line}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reads_what_decoding_reads() {
+        agree(&[
+            (
+                r#"{"type":"message","id":"a","parent_id":null,"timestamp":"T","message":{"role":"user","content":"say \"merge\"\nnow \\ ok","timestamp":1}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","id":"b","message":{"role":"assistant","content":[{"type":"thinking","thinking":"t\tx","signature":"abc"},{"type":"text","text":"T"},{"type":"tool_call","id":"c","arguments":{"path":"a/b","n":[1,-2,{"deep":"x","z":0}],"f":true,"g":null},"name":"bash"},{"type":"image","data":"merge","mime_type":"p"},"str",5,null,[1]]}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","id":"c","message":{"content":"x","role":"branch_summary","summary":"S"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","id":"d","message":{"role":"bash_execution","command":"ls","output":"out","content":"no"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"message","id":"e","message":{"content":"no role"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"custom_message","id":"f","content":[{"type":"text","text":"c"}],"summary":"no"}"#,
+                true,
+            ),
+            (
+                r#"{"type":"custom_message","id":"f2","content":{"a":"b"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"compaction","id":"g","summary":"sum","label":"no"}"#,
+                true,
+            ),
+            (r#"{"type":"branch_summary","id":"h","summary":7}"#, true),
+            (
+                r#"{"type":"label","id":"i","label":"L","target_id":"a"}"#,
+                true,
+            ),
+            (r#"{"type":"session_info","id":"j","name":"N"}"#, true),
+            (
+                r#"{"type":"model_change","id":"k","name":"not searched"}"#,
+                true,
+            ),
+            (
+                r#" { "type" : "label" , "id" : "l" , "label" : "spaced" } "#,
+                true,
+            ),
+            (r#"{"type":"label","id":"m","label":15,"x":[1e400]}"#, true),
+            // A number read as text that could overflow: decoded.
+            (r#"{"type":"label","id":"m2","label":1.5e3}"#, false),
+            (
+                r#"{"type":"message","id":"n","message":{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":1e5}]}}"#,
+                false,
+            ),
+            // Lines the walk leaves to decoding.
+            (r#"{"type":"label","id":"o","label":"caf\u00e9"}"#, false),
+            (
+                "{\"type\":\"label\",\t\"id\":\"p\",\"label\":\"tab\"}",
+                false,
+            ),
+            (
+                "{\"type\":\"label\",\"id\":\"q\",\"label\":\"raw\tcontrol\"}",
+                false,
+            ),
+            (
+                r#"{"type":"label","id":"r","id":"r2","label":"twice"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"message","id":"s","message":{"role":"user","role":"x","content":"c"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"message","id":"t","message":{"role":"assistant","content":[{"type":"tool_call","name":"n","arguments":{"a":"1","a":"2"}}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"message","id":"u","message":{"role":"assistant","content":[{"type":"tool_call","name":"n","arguments":{"a":1.5}}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"message","id":"v","message":{"role":"assistant","content":[{"type":"tool_call","name":"n","arguments":[-0]}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"message","id":"w","message":"not an object"}"#,
+                false,
+            ),
+            (r#"{"type":"message","id":"x"}"#, false),
+            (r#"{"type":"label","id":7,"label":"L"}"#, false),
+            (r#"{"type":"label","id":"y\"q","label":"L"}"#, false),
+            (r#"{"type":"label","id":"z","label":"L"} trailing"#, false),
+            (r#"{"type":"label","id":"z2","label":"L""#, false),
+            (r#"["label","z3"]"#, false),
+            (r#"{"type":"label","id":"z4","label":"L","n":01}"#, false),
+        ]);
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_decoded() {
+        let deep = format!(
+            r#"{{"type":"label","id":"a","label":"L","x":{}{}}}"#,
+            "[".repeat(150),
+            "]".repeat(150)
+        );
+        assert!(in_place(&deep).is_none());
+    }
+
+    fn counter(q: &str) -> super::super::count::Counter {
+        let query = Query::parse(q).unwrap();
+        let mut all = counters(
+            &query,
+            |tok| {
+                let forms: Vec<String> = tok.chars().fold(vec![String::new()], |acc, c| {
+                    let mut variants = vec![c];
+                    variants.extend(super::super::tokens::upper_variants(c));
+                    acc.iter()
+                        .flat_map(|p| variants.iter().map(move |v| format!("{p}{v}")))
+                        .collect()
+                });
+                regex_automata::util::prefilter::Prefilter::new(
+                    regex_automata::MatchKind::LeftmostFirst,
+                    &forms,
+                )
+                .map(Finder::Literals)
+            },
+            |tok| tok,
+        )
+        .unwrap();
+        all.remove(0)
+    }
+
+    #[test]
+    fn counts_on_escaped_bytes_as_on_the_decoded_text() {
+        let cases = [
+            r#"merge\nmerge\tmerge\\merge\"merge\/merge"#,
+            r#"\nmerge \\nmerge \\\nmerge x\/merge"#,
+            r#"emerge merged MERGE_x snake_case_merge a.merge.b paths/merge/x"#,
+            r#"\u00e9merge"#,
+            r#"merge\n"#,
+            r#"émerge mergeé merge→ «merge»"#,
+            r#"nothing \nothing \\nothing"#,
+            r#"\"quoted\" \"merge\""#,
+            "",
+        ];
+        for q in [
+            "merge", "merg*", "nothing", "nothing*", "quoted", "café", "b",
+        ] {
+            let c = counter(q);
+            for raw in cases {
+                if raw.contains("\\u") {
+                    continue; // never read in place
+                }
+                let text = serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap();
+                let want = c.count(&text);
+                let got = c.count_raw(None, raw.as_bytes());
+                assert_eq!(got, want, "{q:?} in {raw:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_match_is_among_the_finds_of_the_line() {
+        let line = r#"{"type":"message","id":"merge","message":{"role":"user","content":"x\nmerge, Merge; merge\\merge"}}"#;
+        let c = counter("merge");
+        let mut finds = Vec::new();
+        c.finds_raw(None, line.as_bytes(), 0, &mut finds);
+        // The id's and the text's four.
+        assert_eq!(finds.len(), 5, "{finds:?}");
     }
 }

@@ -385,7 +385,8 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     let count = counters(
         &query,
         |tok| {
-            if let Some(pre) = forms(tok).and_then(|f| Literals::new(MatchKind::LeftmostFirst, &f)) {
+            if let Some(pre) = forms(tok).and_then(|f| Literals::new(MatchKind::LeftmostFirst, &f))
+            {
                 return Some(Finder::Literals(pre));
             }
             let mut pat = String::new();
@@ -896,10 +897,11 @@ impl Searcher {
             && dialect == Dialect::Native
             && !escapes
             && self.counters.is_some()
-            && self
-                .query
-                .positive()
-                .all(|t| !t.tokens.iter().any(|w| w.bytes().any(|b| b.is_ascii_digit())));
+            && self.query.positive().all(|t| {
+                !t.tokens
+                    .iter()
+                    .any(|w| w.bytes().any(|b| b.is_ascii_digit()))
+            });
 
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
@@ -1126,6 +1128,174 @@ mod tests {
         assert!(quick > 40, "{quick}");
     }
 
+    /// The best hits by the long way: every line decoded, matched and scored, the
+    /// first matching line of an id kept.
+    fn reference(
+        q: &str,
+        lines: &[String],
+        order: Order,
+        limit: usize,
+    ) -> Vec<(String, f64, String)> {
+        let query = Query::parse(q).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut hits = Vec::new();
+        for line in lines {
+            let Some(e) = entry_text(line) else { continue };
+            let Some(m) = match_texts(&query, &e.texts, None) else {
+                continue;
+            };
+            if !seen.insert(e.id.clone()) {
+                continue;
+            }
+            let (snippet, marks) = snippet(&e.texts, &m);
+            hits.push(Hit {
+                doc: 0,
+                session_id: "s1".into(),
+                ts_ms: parse_ms(&e.timestamp),
+                entry_id: e.id,
+                entry_type: e.entry_type,
+                role: e.role,
+                timestamp: e.timestamp,
+                score: m.score,
+                snippet,
+                marks,
+                on_branch: None,
+                line: None,
+            });
+        }
+        sort_hits(order, &mut hits);
+        hits.truncate(limit);
+        hits.into_iter()
+            .map(|h| (h.entry_id, h.score, h.snippet))
+            .collect()
+    }
+
+    /// A random entry line: texts of words, escapes and non-ASCII beside the word, in
+    /// every field the search reads and some it does not; ids repeat now and then.
+    fn random_line(rng: &mut fastrand::Rng, n: usize, escapes: bool) -> String {
+        const PIECES: &[&str] = &[
+            "merge",
+            "Merge",
+            "MERGE",
+            "emerge",
+            "merged",
+            "merge_case",
+            "a.merge.b",
+            "\\nmerge",
+            "merge\\n",
+            "\\\\nmerge",
+            "\\\"merge\\\"",
+            "merge\\t",
+            "émerge",
+            "merge→",
+            "«merge»",
+            "café",
+            "Café",
+            "cafés",
+            "東京merge",
+            "the",
+            "word",
+            "x",
+            "lorem ipsum dolor",
+            "\\\\",
+            "merg",
+            "1234",
+            "",
+        ];
+        fn text(rng: &mut fastrand::Rng) -> String {
+            let k = rng.usize(0..12);
+            let words: Vec<&str> = (0..k).map(|_| PIECES[rng.usize(..PIECES.len())]).collect();
+            let pad = " filler".repeat(rng.usize(0..40));
+            format!("{}{pad}", words.join(" "))
+        }
+        // Ids written twice late in the document, once a bar skips lines.
+        let id = if n > 300 && rng.usize(0..6) == 0 {
+            format!("d{}", rng.usize(0..3))
+        } else {
+            format!("e{n}")
+        };
+        let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", (n / 60) % 60, n % 60);
+        let head = format!(r#"{{"type":"#);
+        match rng.usize(0..9) {
+            0 => format!(
+                r#"{head}"message","id":"{id}","parent_id":null,"timestamp":"{ts}","message":{{"role":"user","content":"{}","timestamp":1}}}}"#,
+                text(rng)
+            ),
+            1 => format!(
+                r#"{head}"message","id":"{id}","parent_id":"p","timestamp":"{ts}","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}","signature":"merge"}},{{"type":"text","text":"{}"}},{{"type":"tool_call","id":"merge","name":"{}","arguments":{{"cmd":"{}","n":[3,{{"k":"{}"}}]}}}}],"usage":{{"cost":0.5}}}}}}"#,
+                text(rng),
+                text(rng),
+                text(rng),
+                text(rng),
+                text(rng)
+            ),
+            2 => format!(
+                r#"{head}"message","id":"{id}","timestamp":"{ts}","message":{{"role":"tool_result","content":[{{"type":"text","text":"{}"}},{{"type":"image","data":"merge=="}}]}}}}"#,
+                text(rng)
+            ),
+            3 => format!(r#"{head}"label","id":"{id}","timestamp":"{ts}","label":"{}"}}"#, text(rng)),
+            4 => format!(
+                r#"{head}"compaction","id":"{id}","timestamp":"{ts}","summary":"{}"}}"#,
+                text(rng)
+            ),
+            5 => format!(
+                r#"{head}"custom_message","id":"{id}","timestamp":"{ts}","content":"{}"}}"#,
+                text(rng)
+            ),
+            6 => format!(
+                r#"{head}"message","id":"{id}","timestamp":"{ts}","message":{{"role":"bash_execution","command":"{}","output":"{}"}}}}"#,
+                text(rng),
+                text(rng)
+            ),
+            // Decoded: a `\u` escape (where the document may have one), a tab.
+            7 if escapes => format!(
+                "{head}\"label\",\"id\":\"{id}\",\"timestamp\":\"{ts}\",\t\"label\":\"{} m\\u0065rge\"}}",
+                text(rng)
+            ),
+            7 => format!(
+                "{head}\"label\",\"id\":\"{id}\",\"timestamp\":\"{ts}\",\t\"label\":\"{}\"}}",
+                text(rng)
+            ),
+            _ => format!(r#"{head}"session_info","id":"{id}","timestamp":"{ts}","name":"{}"}}"#, text(rng)),
+        }
+    }
+
+    #[test]
+    fn equals_the_long_way_on_random_lines() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        for round in 0..6 {
+            let lines: Vec<String> = (0..600)
+                .map(|n| random_line(&mut rng, n, round % 2 == 1))
+                .collect();
+            let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let d = doc(&refs);
+            for q in [
+                "merge",
+                "café",
+                "merg*",
+                "merge -café",
+                "café merge",
+                "\"merge the\"",
+                "x",
+            ] {
+                for (order, limit) in [
+                    (Order::Relevance, 5),
+                    (Order::Relevance, 40),
+                    (Order::Newest, 7),
+                ] {
+                    let s = Searcher::new(q, Filters::default()).unwrap();
+                    let got: Vec<(String, f64, String)> = s
+                        .run(std::slice::from_ref(&d), order, Some(limit), 1)
+                        .into_iter()
+                        .map(|h| (h.entry_id, h.score, h.snippet))
+                        .collect();
+                    let want = reference(q, &lines, order, limit);
+                    assert_eq!(got, want, "round {round}, {q:?}, {order:?}, {limit}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_prefilter_looks_for_a_rare_part() {
         assert_eq!(prefilter_part("merge"), "rge");
@@ -1260,7 +1430,6 @@ pub fn line_tokens(line: &[u8], pi: bool) -> String {
 
 #[cfg(test)]
 mod timing {
-    /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
     /// The steps of reading a common word's lines in place, each timed over every file
     /// (one thread): `SEARCH_TIMING_DIR=/path SEARCH_TIMING_WORD=merge cargo test
     /// --release --lib raw_steps -- --ignored --nocapture`.
@@ -1302,7 +1471,8 @@ mod timing {
                 .search_with(&mut cache, &super::Input::new(d).span(pos..d.len()))
             {
                 let start = memchr::memrchr(b'\n', &d[pos..m.start()]).map_or(pos, |i| pos + i + 1);
-                let Some(end) = memchr::memchr(b'\n', &d[m.start()..]).map(|i| m.start() + i) else {
+                let Some(end) = memchr::memchr(b'\n', &d[m.start()..]).map(|i| m.start() + i)
+                else {
                     break;
                 };
                 lines.push((k, start, end));
@@ -1317,42 +1487,43 @@ mod timing {
             bytes / 1_000_000
         );
         for _round in 0..3 {
-        let t = Instant::now();
-        let ok = lines
-            .iter()
-            .filter(|l| simdutf8::basic::from_utf8(&docs[l.0][l.1..l.2]).is_ok())
-            .count();
-        println!("utf-8: {:?} ({ok})", t.elapsed());
-        let t = Instant::now();
+            let t = Instant::now();
+            let ok = lines
+                .iter()
+                .filter(|l| simdutf8::basic::from_utf8(&docs[l.0][l.1..l.2]).is_ok())
+                .count();
+            println!("utf-8: {:?} ({ok})", t.elapsed());
+            let t = Instant::now();
 
-        let mut scratch = raw::Scratch::default();
-        let mut spans = 0;
-        let strs: Vec<&str> = lines
-            .iter()
-            .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
-            .collect();
-        for l in &strs {
-            if raw::read(l, &mut scratch).is_some() {
-                spans += scratch.spans.len();
-            }
-        }
-        println!("read in place: {:?} ({spans} texts)", t.elapsed());
-        let t = Instant::now();
-        let mut found = 0;
-        let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
-        for l in &strs {
-            if raw::read(l, &mut scratch).is_some() {
-                for s in &scratch.spans {
-                    found += counters[0]
-                        .count_raw(caches[0].as_mut(), &l.as_bytes()[s.start..s.end])
-                        .unwrap_or(0);
+            let mut scratch = raw::Scratch::default();
+            let mut spans = 0;
+            let strs: Vec<&str> = lines
+                .iter()
+                .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
+                .collect();
+            for l in &strs {
+                if raw::read(l, &mut scratch).is_some() {
+                    spans += scratch.spans.len();
                 }
             }
-        }
-        println!("read and count: {:?} ({found} found)", t.elapsed());
+            println!("read in place: {:?} ({spans} texts)", t.elapsed());
+            let t = Instant::now();
+            let mut found = 0;
+            let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
+            for l in &strs {
+                if raw::read(l, &mut scratch).is_some() {
+                    for s in &scratch.spans {
+                        found += counters[0]
+                            .count_raw(caches[0].as_mut(), &l.as_bytes()[s.start..s.end])
+                            .unwrap_or(0);
+                    }
+                }
+            }
+            println!("read and count: {:?} ({found} found)", t.elapsed());
         }
     }
 
+    /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
     #[test]
     #[ignore = "a measurement on local files"]
     fn where_the_time_goes() {
