@@ -708,8 +708,11 @@ mod tests {
         Some((e, texts))
     }
 
+    /// An entry's type, id, time, role and texts.
+    type Facts = (String, String, String, Option<String>, Vec<String>);
+
     /// The decoded reading's facts, texts sorted.
-    fn decoded(line: &str) -> Option<(String, String, String, Option<String>, Vec<String>)> {
+    fn decoded(line: &str) -> Option<Facts> {
         let e = entry_text(line)?;
         let mut texts: Vec<String> = e.texts.into_iter().map(|t| t.into_owned()).collect();
         texts.sort();

@@ -1215,7 +1215,7 @@ mod tests {
             format!("e{n}")
         };
         let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", (n / 60) % 60, n % 60);
-        let head = format!(r#"{{"type":"#);
+        let head = r#"{"type":"#;
         match rng.usize(0..9) {
             0 => format!(
                 r#"{head}"message","id":"{id}","parent_id":null,"timestamp":"{ts}","message":{{"role":"user","content":"{}","timestamp":1}}}}"#,
