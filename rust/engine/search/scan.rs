@@ -456,6 +456,42 @@ fn enclosing(line: &[u8], p: usize) -> Option<(usize, usize)> {
     Some((open, close))
 }
 
+/// The start of the line holding byte `at` of `data` (none before `from`), and the
+/// quote before `at` on it, when not escaped.
+fn line_start(data: &[u8], from: usize, at: usize) -> (usize, Option<usize>) {
+    let mut i = at;
+    loop {
+        let Some(k) = memchr::memrchr2(b'\n', b'"', &data[from..i]).map(|k| from + k) else {
+            return (from, None);
+        };
+        if data[k] == b'\n' {
+            return (k + 1, None);
+        }
+        if unescaped(data, k) {
+            let start = memrchr(b'\n', &data[from..k]).map_or(from, |j| from + j + 1);
+            return (start, Some(k));
+        }
+        i = k;
+    }
+}
+
+/// The quote after byte `at` of `data` on its line, when not escaped, and the line's
+/// end (its newline); `None` for a line without one (torn).
+fn line_end(data: &[u8], at: usize) -> Option<(Option<usize>, usize)> {
+    let mut j = at;
+    loop {
+        let k = j + memchr::memchr2(b'\n', b'"', &data[j..])?;
+        if data[k] == b'\n' {
+            return Some((None, k));
+        }
+        if unescaped(data, k) {
+            let end = k + 1 + memchr(b'\n', &data[k + 1..])?;
+            return Some((Some(k), end));
+        }
+        j = k + 1;
+    }
+}
+
 /// The ids of a document's entries that matched (a duplicated id names its first line
 /// that matched), and the lines skipped for their score's bound ([`Searcher::bound`]),
 /// any of which may have matched.
@@ -795,7 +831,15 @@ impl Searcher {
     ///
     /// `first`: where the line prefilter's first find is in the line; the needle's
     /// token starts no sooner than its longest form before it.
-    fn bound(&self, line: &[u8], first: usize, bar: f64, best: &mut Best) -> Option<f64> {
+    /// `quotes`: those around the first find, when known.
+    fn bound(
+        &self,
+        line: &[u8],
+        first: usize,
+        quotes: Option<(usize, usize)>,
+        bar: f64,
+        best: &mut Best,
+    ) -> Option<f64> {
         let needle = self.query.needle();
         let needle_from = first.saturating_sub(4 * needle.chars().count());
         let counters = self.counters.as_deref()?;
@@ -823,6 +867,10 @@ impl Searcher {
         }
         let mut shortest = usize::MAX;
         let mut last = 0..0;
+        if let Some((open, close)) = quotes {
+            shortest = (close - open - 1).div_ceil(2);
+            last = open..close;
+        }
         for &p in finds.iter() {
             if last.contains(&p) {
                 continue;
@@ -915,9 +963,11 @@ impl Searcher {
             else {
                 break;
             };
-            let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+            // The line's bounds, and the quotes around the find when it is in a string,
+            // read in the same passes (a string holds no newline).
+            let (start, open) = line_start(data, pos, m.start());
             // A last line without its newline is torn: not an entry.
-            let Some(end) = memchr(b'\n', &data[m.start()..]).map(|i| m.start() + i) else {
+            let Some((close, end)) = line_end(data, m.start()) else {
                 break;
             };
             pos = end + 1;
@@ -926,7 +976,8 @@ impl Searcher {
                 .unwrap_or(&data[start..end]);
             if bounded {
                 if let Some(bar) = best.bar.as_ref().map(|b| b.0) {
-                    match self.bound(raw, m.start() - start, bar, best) {
+                    let quotes = open.zip(close).map(|(o, c)| (o - start, c - start));
+                    match self.bound(raw, m.start() - start, quotes, bar, best) {
                         None => continue,
                         Some(b) if b < bar => {
                             // Skipped, its id kept in case a later line has it.
