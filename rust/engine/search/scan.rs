@@ -418,9 +418,16 @@ struct Best {
     scratch: raw::Scratch,
     /// The worker's caches of the regexes: the prefilters', then each counter's.
     caches: Caches,
-    /// The worker's vector of finds ([`Searcher::bound`]).
+    /// The worker's vectors of finds and of the strings holding them
+    /// ([`Searcher::bound`]).
     finds: Vec<usize>,
+    strings: Vec<(usize, usize, [usize; MAX_BOUND_TERMS])>,
 }
+
+/// The most strings with finds, and positive terms, [`Searcher::bound`] tries every set
+/// of (more: a looser bound).
+const MAX_BOUND_STRINGS: usize = 6;
+const MAX_BOUND_TERMS: usize = 4;
 
 /// A worker's regex caches (see [`Counter::cache`]).
 struct Caches {
@@ -568,8 +575,10 @@ impl Best {
 
     fn push(&mut self, hit: Hit) {
         self.hits.push(hit);
+        // Trimmed often (a sort of a few dozen hits): the sooner the bar rises, the more
+        // lines are skipped unread.
         if let Some(limit) = self.limit {
-            if self.hits.len() >= 2 * limit.max(16) {
+            if self.hits.len() >= limit + (limit / 4).max(8) {
                 self.trim(limit);
             }
         }
@@ -865,43 +874,85 @@ impl Searcher {
             }
             k += 1;
         }
-        let mut shortest = usize::MAX;
-        let mut last = 0..0;
-        if let Some((open, close)) = quotes {
-            shortest = (close - open - 1).div_ceil(2);
-            last = open..close;
-        }
-        for &p in finds.iter() {
-            if last.contains(&p) {
-                continue;
+        // The strings holding finds, each with its finds of each term.
+        let strings = &mut best.strings;
+        strings.clear();
+        let mut term = 0;
+        let mut ends = counts[..k].iter().scan(0, |sum, &c| {
+            *sum += c;
+            Some(*sum)
+        });
+        let mut term_end = ends.next().unwrap_or(0);
+        for (i, &p) in finds.iter().enumerate() {
+            while i >= term_end {
+                term += 1;
+                term_end = ends.next().unwrap_or(usize::MAX);
             }
-            let Some((open, close)) = enclosing(line, p) else {
-                shortest = 0;
-                break;
+            let at = match strings.iter().position(|s| s.0 < p && p < s.1) {
+                Some(at) => at,
+                None => {
+                    let quotes = match quotes {
+                        Some((o, c)) if o < p && p < c => Some((o, c)),
+                        _ => enclosing(line, p),
+                    };
+                    // Not in a string: no bound.
+                    let Some((open, close)) = quotes else {
+                        return Some(f64::INFINITY);
+                    };
+                    strings.push((open, close, [0; MAX_BOUND_TERMS]));
+                    strings.len() - 1
+                }
             };
-            // Each escape is two bytes of one character: the text is at least half its
-            // bytes (counted exactly below when that bound is too loose).
-            shortest = shortest.min((close - open - 1).div_ceil(2));
-            last = open..close;
+            if let Some(n) = strings[at].2.get_mut(term) {
+                *n += 1;
+            }
         }
-        let loose = score(&counts[..k], shortest);
-        if loose < bar || shortest == 0 {
+        // Each escape is two bytes of one character: a text is at least half its bytes
+        // (its escapes counted when that bound is too loose).
+        let loose = self.best_subset(&counts[..k], strings, |o, c| (c - o - 1).div_ceil(2));
+        if loose < bar {
             return Some(loose);
         }
-        let mut exact = usize::MAX;
-        let mut last = 0..0;
-        for &p in finds.iter() {
-            if last.contains(&p) {
-                continue;
-            }
-            let Some((open, close)) = enclosing(line, p) else {
-                return Some(loose);
-            };
-            let backslashes = memchr::memchr_iter(b'\\', &line[open + 1..close]).count();
-            exact = exact.min(close - open - 1 - backslashes);
-            last = open..close;
+        Some(self.best_subset(&counts[..k], strings, |o, c| {
+            c - o - 1 - memchr::memchr_iter(b'\\', &line[o + 1..c]).count()
+        }))
+    }
+
+    /// The highest score an entry can have whose matches lie in some of `strings` (each
+    /// with its finds of each positive term), its text at least as long as theirs
+    /// (`len(open, close)` each): over every set of them holding each term. With too
+    /// many strings or terms to list, the score of all the finds in the shortest string.
+    fn best_subset(
+        &self,
+        counts: &[usize],
+        strings: &[(usize, usize, [usize; MAX_BOUND_TERMS])],
+        len: impl Fn(usize, usize) -> usize,
+    ) -> f64 {
+        if strings.len() > MAX_BOUND_STRINGS || counts.len() > MAX_BOUND_TERMS {
+            let shortest = strings.iter().map(|s| len(s.0, s.1)).min().unwrap_or(0);
+            return score(counts, shortest);
         }
-        Some(score(&counts[..k], exact))
+        let mut lens = [0usize; MAX_BOUND_STRINGS];
+        for (l, s) in lens.iter_mut().zip(strings) {
+            *l = len(s.0, s.1);
+        }
+        let mut top = f64::NEG_INFINITY;
+        for set in 1..(1u32 << strings.len()) {
+            let mut sum = [0usize; MAX_BOUND_TERMS];
+            let mut n = 0;
+            for (j, s) in strings.iter().enumerate() {
+                if set & (1 << j) != 0 {
+                    n += lens[j];
+                    for (t, c) in sum.iter_mut().zip(s.2) {
+                        *t += c;
+                    }
+                }
+            }
+            if sum[..counts.len()].iter().all(|&c| c > 0) {
+                top = top.max(score(&sum[..counts.len()], n));
+            }
+        }
+        top
     }
 
     /// Makes the snippet of a hit kept from its line read in place.
@@ -1062,6 +1113,7 @@ impl Searcher {
                         .collect(),
                 },
                 finds: Vec::new(),
+                strings: Vec::new(),
             };
             let mut buf = Vec::new();
             loop {
