@@ -8,8 +8,10 @@
 //! as is: JSON escapes only quotes, backslashes and control characters, none of them
 //! token characters. So the lines the prefilter skips cannot match, and the answers equal
 //! a full decode of every line. Matching lines are ranked from counts ([`super::count`])
-//! and tokenised only when kept; hits of whole documents get `on_branch` from the lines
-//! ([`super::branch`]).
+//! taken on their raw bytes where the line allows ([`super::raw`]), and tokenised only
+//! when among the best at the end; by relevance, a line whose score's bound
+//! ([`Searcher::bound`]) cannot beat the worst hit kept is skipped unread. Hits of whole
+//! documents get `on_branch` from the lines ([`super::branch`]).
 
 use std::cmp::Ordering;
 use std::fs::File;
