@@ -10,7 +10,7 @@
 //! a full decode of every line. Matching lines are ranked from counts ([`super::count`])
 //! taken on their raw bytes where the line allows ([`super::raw`]), and tokenised only
 //! when among the best at the end; by relevance, a line whose score's bound
-//! ([`Searcher::bound`]) cannot beat the worst hit kept is skipped unread. Hits of whole
+//! (`Searcher::bound`) cannot beat the worst hit kept is skipped unread. Hits of whole
 //! documents get `on_branch` from the lines ([`super::branch`]).
 
 use std::cmp::Ordering;
