@@ -126,9 +126,14 @@ impl Counter {
         self.re.cache()
     }
 
+    /// [`Counter::count`] with the worker's cache.
+    pub fn count_with(&self, cache: Option<&mut Cache>, text: &str) -> Option<usize> {
+        self.count_in(cache, text.as_bytes(), false)
+    }
+
     /// [`Counter::count`] of the text a JSON string's raw bytes `raw` (between its
     /// quotes) decode to, read in place: `raw` must hold no `\u` escape (see
-    /// the module `raw`). Its other escapes decode to characters that are never part of a
+    /// [`super::inplace`]). Its other escapes decode to characters that are never part of a
     /// token, so a find that starts with an escape's letter (`n` of `\n`) is none, and an
     /// escape beside a find is a word boundary.
     pub fn count_raw(&self, cache: Option<&mut Cache>, raw: &[u8]) -> Option<usize> {
@@ -228,6 +233,18 @@ impl Counter {
             }
         }
     }
+}
+
+/// How many escapes a JSON string's raw bytes (between its quotes, no `\u` escape)
+/// hold: each is a backslash and one byte, read in pairs.
+pub fn escapes(raw: &[u8]) -> usize {
+    let mut n = 0;
+    let mut at = 0;
+    while let Some(k) = raw.get(at..).and_then(|r| memchr::memchr(b'\\', r)) {
+        n += 1;
+        at += k + 2;
+    }
+    n
 }
 
 /// The per-term counts over `texts` (summed), or `None` when one needs the tokeniser.

@@ -8,8 +8,8 @@
 pub mod branch;
 pub mod count;
 pub mod entry;
+pub mod inplace;
 pub mod query;
-pub mod raw;
 pub mod scan;
 pub mod tokens;
 

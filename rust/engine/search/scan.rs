@@ -32,8 +32,8 @@ use crate::engine::line::days_from_civil;
 use super::branch::{branch_ids, head_id, head_timestamp, LineLimits};
 use super::count::{count_terms, counters, Counter, Finder};
 use super::entry::{entry_text, match_texts, score, snippet};
+use super::inplace;
 use super::query::{Query, MAX_TERMS};
-use super::raw;
 use super::tokens::upper_variants;
 
 /// Which entries count, besides the query.
@@ -416,8 +416,6 @@ struct Best {
     hits: Vec<Hit>,
     /// The worst hit kept at the last trim: anything not better is not kept.
     bar: Option<(f64, Option<i64>, String, String)>,
-    /// The worker's vectors for reading lines in place ([`raw::read`]).
-    scratch: raw::Scratch,
     /// The worker's caches of the regexes: the prefilters', then each counter's.
     caches: Caches,
     /// The worker's vectors of finds and of the strings holding them
@@ -535,7 +533,7 @@ enum InPlace<'a> {
     /// The entry is no hit, or none better than those kept.
     Done,
     /// It is kept (its id recorded as seen), with this score and time.
-    Kept(raw::RawEntry<'a>, f64, Option<i64>),
+    Kept(inplace::Entry<'a>, f64, Option<i64>),
     /// Decode the line to tell.
     Decode,
 }
@@ -644,9 +642,9 @@ impl Searcher {
         Some(Some(score(&positive, n)))
     }
 
-    /// Ranks the entry `line` from its raw bytes ([`raw::read`], [`Counter::count_raw`]):
-    /// no decoding, no allocation but the id of a hit. `Decode` when the line or a count
-    /// needs the decoded reading.
+    /// Ranks the entry `line` from its raw bytes ([`inplace::read`],
+    /// [`Counter::count_raw`]): no decoding but of a text with a `\u` escape.
+    /// `Decode` when the line or a count needs the decoded reading.
     fn in_place<'a>(
         &self,
         line: &'a str,
@@ -657,22 +655,25 @@ impl Searcher {
         let Some(counters) = self.counters.as_deref() else {
             return InPlace::Decode;
         };
-        let Some(e) = raw::read(line, &mut best.scratch) else {
+        let mut texts = Vec::new();
+        let Some(e) = inplace::read(line, &mut texts) else {
             return InPlace::Decode;
         };
         let ts = parse_ms(e.timestamp);
-        let spans = &best.scratch.spans;
-        if spans.is_empty() || !self.keep(e.entry_type, e.role, ts) {
+        if texts.is_empty() || !self.keep(e.entry_type, e.role, ts) {
             return InPlace::Done;
         }
-        let b = line.as_bytes();
         let mut positive = [0usize; MAX_TERMS + 1];
         let mut n_positive = 0;
         let terms = self.query.terms.iter().zip(counters);
         for ((t, c), cache) in terms.zip(&mut best.caches.counters) {
             let mut n = 0;
-            for s in spans {
-                let Some(k) = c.count_raw(cache.as_mut(), &b[s.start..s.end]) else {
+            for text in &texts {
+                let k = match text {
+                    inplace::Text::Raw(r) => c.count_raw(cache.as_mut(), r.as_bytes()),
+                    inplace::Text::Decoded(t) => c.count_with(cache.as_mut(), t),
+                };
+                let Some(k) = k else {
                     return InPlace::Decode;
                 };
                 n += k;
@@ -686,7 +687,7 @@ impl Searcher {
                 }
             }
         }
-        let len = spans.iter().map(raw::Span::decoded_len).sum();
+        let len = texts.iter().map(inplace::Text::decoded_len).sum();
         let s = score(&positive[..n_positive], len);
         if !self.first(seen, e.id) || !best.wants(s, ts, sid, e.id) {
             return InPlace::Done;
@@ -1104,7 +1105,6 @@ impl Searcher {
                 limit,
                 hits: Vec::new(),
                 bar: None,
-                scratch: raw::Scratch::default(),
                 caches: Caches {
                     plain: self.prefilter.plain.create_cache(),
                     or_escape: self.prefilter.or_escape.create_cache(),
@@ -1541,7 +1541,7 @@ mod timing {
     #[test]
     #[ignore = "a measurement on local files"]
     fn raw_steps() {
-        use super::super::raw;
+        use super::super::inplace;
         use std::time::Instant;
         let Ok(dir) = std::env::var("SEARCH_TIMING_DIR") else {
             return;
@@ -1600,27 +1600,33 @@ mod timing {
             println!("utf-8: {:?} ({ok})", t.elapsed());
             let t = Instant::now();
 
-            let mut scratch = raw::Scratch::default();
-            let mut spans = 0;
+            let mut texts = Vec::new();
+            let mut n_texts = 0;
             let strs: Vec<&str> = lines
                 .iter()
                 .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
                 .collect();
             for l in &strs {
-                if raw::read(l, &mut scratch).is_some() {
-                    spans += scratch.spans.len();
+                if inplace::read(l, &mut texts).is_some() {
+                    n_texts += texts.len();
                 }
             }
-            println!("read in place: {:?} ({spans} texts)", t.elapsed());
+            println!("read in place: {:?} ({n_texts} texts)", t.elapsed());
             let t = Instant::now();
             let mut found = 0;
             let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
             for l in &strs {
-                if raw::read(l, &mut scratch).is_some() {
-                    for s in &scratch.spans {
-                        found += counters[0]
-                            .count_raw(caches[0].as_mut(), &l.as_bytes()[s.start..s.end])
-                            .unwrap_or(0);
+                if inplace::read(l, &mut texts).is_some() {
+                    for text in &texts {
+                        let k = match text {
+                            inplace::Text::Raw(r) => {
+                                counters[0].count_raw(caches[0].as_mut(), r.as_bytes())
+                            }
+                            inplace::Text::Decoded(t) => {
+                                counters[0].count_with(caches[0].as_mut(), t)
+                            }
+                        };
+                        found += k.unwrap_or(0);
                     }
                 }
             }
