@@ -363,90 +363,107 @@ fn plain(v: &RawValue) -> Option<&str> {
     memchr::memchr(b'\\', s.as_bytes()).is_none().then_some(s)
 }
 
-/// Whether a string's raw text (quotes included) holds a `\u` escape (or an escaped
-/// backslash before a `u`: decoded too, for nothing).
-fn has_u(raw: &str) -> bool {
-    memchr::memmem::find(raw.as_bytes(), b"\\u").is_some()
+/// Where a line's searched texts go, and whether its document may hold a `\u` escape
+/// (where none is, no text is looked at for one).
+struct Out<'v, 'a> {
+    texts: &'v mut Vec<Text<'a>>,
+    unicode: bool,
 }
 
-/// Whether the decoding reads `v` where it takes a text: it decodes a string and parses
-/// a number, and refuses a lone surrogate or a number past a float's range.
-fn readable(v: Raw<'_>) -> bool {
-    let Some(v) = v else { return true };
-    let raw = v.get();
-    match raw.as_bytes().first() {
-        Some(b'"') => !has_u(raw) || serde_json::from_str::<Cow<'_, str>>(raw).is_ok(),
-        Some(b'-' | b'0'..=b'9') => serde_json::from_str::<Value>(raw).is_ok(),
-        _ => true,
+impl<'a> Out<'_, 'a> {
+    /// Whether a string's raw text (quotes included) holds a `\u` escape (or an escaped
+    /// backslash before a `u`: decoded too, for nothing).
+    fn has_u(&self, raw: &str) -> bool {
+        self.unicode && memchr::memmem::find(raw.as_bytes(), b"\\u").is_some()
     }
-}
 
-/// Adds a searched field's text (a string's); `None` when the decoding would refuse it.
-fn push<'a>(out: &mut Vec<Text<'a>>, v: Raw<'a>) -> Option<()> {
-    let Some(v) = v else { return Some(()) };
-    let raw = v.get();
-    if raw.starts_with('"') {
-        if has_u(raw) {
-            out.push(Text::Decoded(
-                serde_json::from_str::<Cow<'_, str>>(raw).ok()?,
-            ));
-        } else {
-            out.push(Text::Raw(&raw[1..raw.len() - 1]));
+    /// Whether the decoding reads `v` where it takes a text: it decodes a string and
+    /// parses a number, and refuses a lone surrogate or a number past a float's range.
+    fn readable(&self, v: Raw<'_>) -> bool {
+        let Some(v) = v else { return true };
+        let raw = v.get();
+        match raw.as_bytes().first() {
+            Some(b'"') => !self.has_u(raw) || serde_json::from_str::<Cow<'_, str>>(raw).is_ok(),
+            Some(b'-' | b'0'..=b'9') => serde_json::from_str::<Value>(raw).is_ok(),
+            _ => true,
         }
-        return Some(());
     }
-    readable(Some(v)).then_some(())
-}
 
-/// Adds a `content` value's texts: a string's, or each block's.
-fn push_content<'a>(out: &mut Vec<Text<'a>>, content: Option<Content<'a>>) -> Option<()> {
-    match content {
-        Some(Content::Text(t)) => out.push(t),
-        Some(Content::Blocks(blocks)) => {
-            for b in blocks.into_iter().flatten() {
-                push_block(out, b)?;
+    /// Whether the decoding reads each of `values` where it takes a text.
+    fn all_readable<const N: usize>(&self, values: [Raw<'_>; N]) -> bool {
+        values.into_iter().all(|v| self.readable(v))
+    }
+
+    /// Adds a searched field's text (a string's); `None` when the decoding would refuse
+    /// it.
+    fn push(&mut self, v: Raw<'a>) -> Option<()> {
+        let Some(v) = v else { return Some(()) };
+        let raw = v.get();
+        if raw.starts_with('"') {
+            let text = if self.has_u(raw) {
+                Text::Decoded(serde_json::from_str::<Cow<'_, str>>(raw).ok()?)
+            } else {
+                Text::Raw(&raw[1..raw.len() - 1])
+            };
+            self.texts.push(text);
+            return Some(());
+        }
+        self.readable(Some(v)).then_some(())
+    }
+
+    /// Adds a `content` value's texts: a string's, or each block's.
+    fn content(&mut self, content: Option<Content<'a>>) -> Option<()> {
+        match content {
+            Some(Content::Text(t)) => self.texts.push(t),
+            Some(Content::Blocks(blocks)) => {
+                for b in blocks.into_iter().flatten() {
+                    self.block(b)?;
+                }
             }
+            Some(Content::Other) | None => {}
         }
-        Some(Content::Other) | None => {}
+        Some(())
     }
-    Some(())
-}
 
-/// Adds a content block's texts, by its type.
-fn push_block<'a>(out: &mut Vec<Text<'a>>, b: Block<'a>) -> Option<()> {
-    let kind = match b.ty {
-        Some(t) if t.get().starts_with('"') => plain(t)?,
-        // Not a string: no text (a block the decoding cannot read has none either).
-        _ => return Some(()),
-    };
-    if !matches!(kind, "text" | "thinking" | "tool_call") {
-        return Some(());
+    /// Adds a content block's texts, by its type.
+    fn block(&mut self, b: Block<'a>) -> Option<()> {
+        let kind = match b.ty {
+            Some(t) if t.get().starts_with('"') => plain(t)?,
+            // Not a string: no text (a block the decoding cannot read has none either).
+            _ => return Some(()),
+        };
+        if !matches!(kind, "text" | "thinking" | "tool_call") {
+            return Some(());
+        }
+        let others = match kind {
+            "text" => {
+                self.push(b.text)?;
+                [b.thinking, b.name]
+            }
+            "thinking" => {
+                self.push(b.thinking)?;
+                [b.text, b.name]
+            }
+            _ => {
+                self.push(b.name)?;
+                self.texts
+                    .extend(b.arguments.map(|a| a.0).unwrap_or_default());
+                [b.text, b.thinking]
+            }
+        };
+        // A block the decoding cannot read is skipped there: the same must hold here.
+        (self.all_readable([b.role, b.summary, b.command, b.output]) && self.all_readable(others))
+            .then_some(())
     }
-    // A block the decoding cannot read is skipped there: the same must hold here.
-    let read = [b.role, b.summary, b.command, b.output];
-    let others = match kind {
-        "text" => {
-            push(out, b.text)?;
-            [b.thinking, b.name]
-        }
-        "thinking" => {
-            push(out, b.thinking)?;
-            [b.text, b.name]
-        }
-        _ => {
-            push(out, b.name)?;
-            out.extend(b.arguments.map(|a| a.0).unwrap_or_default());
-            [b.text, b.thinking]
-        }
-    };
-    read.into_iter().chain(others).all(readable).then_some(())
 }
 
 /// Reads the entry `line` (sessiontree's dialect) in place, its searched texts into
 /// `texts` (cleared first, in no particular order); `None` when the line is one to
-/// decode (see the module doc).
-pub fn read<'a>(line: &'a str, texts: &mut Vec<Text<'a>>) -> Option<Entry<'a>> {
+/// decode (see the module doc). `unicode`: whether the line may hold a `\u` escape
+/// (`false` only when its document holds none).
+pub fn read<'a>(line: &'a str, texts: &mut Vec<Text<'a>>, unicode: bool) -> Option<Entry<'a>> {
     texts.clear();
+    let mut out = Out { texts, unicode };
     let l: Line<'a> = serde_json::from_str(line).ok()?;
     let entry_type = plain(l.ty?)?;
     let id = plain(l.id?)?;
@@ -465,29 +482,28 @@ pub fn read<'a>(line: &'a str, texts: &mut Vec<Text<'a>>) -> Option<Entry<'a>> {
             role = Some(r);
             let others = match r {
                 "compaction_summary" | "branch_summary" => {
-                    push(texts, m.summary)?;
+                    out.push(m.summary)?;
                     [m.command, m.output, None]
                 }
                 "bash_execution" => {
-                    push(texts, m.command)?;
-                    push(texts, m.output)?;
+                    out.push(m.command)?;
+                    out.push(m.output)?;
                     [m.summary, None, None]
                 }
                 _ => {
-                    push_content(texts, m.content)?;
+                    out.content(m.content)?;
                     [m.summary, m.command, m.output]
                 }
             };
             // The decoding reads a message whole or not at all.
-            let read = [m.ty, m.text, m.thinking, m.name];
-            if !read.into_iter().chain(others).all(readable) {
+            if !(out.all_readable([m.ty, m.text, m.thinking, m.name]) && out.all_readable(others)) {
                 return None;
             }
         }
-        "custom_message" => push_content(texts, l.content)?,
-        "compaction" | "branch_summary" => push(texts, l.summary)?,
-        "label" => push(texts, l.label)?,
-        "session_info" => push(texts, l.name)?,
+        "custom_message" => out.content(l.content)?,
+        "compaction" | "branch_summary" => out.push(l.summary)?,
+        "label" => out.push(l.label)?,
+        "session_info" => out.push(l.name)?,
         _ => {}
     }
     Some(Entry {
@@ -509,7 +525,7 @@ mod tests {
     /// order); `None` when it sends the line to be decoded.
     fn in_place(line: &str) -> Option<(Entry<'_>, Vec<String>)> {
         let mut texts = Vec::new();
-        let e = read(line, &mut texts)?;
+        let e = read(line, &mut texts, true)?;
         let mut out: Vec<String> = texts
             .iter()
             .map(|t| {

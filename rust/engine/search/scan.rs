@@ -648,6 +648,7 @@ impl Searcher {
     fn in_place<'a>(
         &self,
         line: &'a str,
+        unicode: bool,
         sid: &str,
         seen: &mut Seen,
         best: &mut Best,
@@ -656,7 +657,7 @@ impl Searcher {
             return InPlace::Decode;
         };
         let mut texts = Vec::new();
-        let Some(e) = inplace::read(line, &mut texts) else {
+        let Some(e) = inplace::read(line, &mut texts, unicode) else {
             return InPlace::Decode;
         };
         let ts = parse_ms(e.timestamp);
@@ -725,7 +726,17 @@ impl Searcher {
     }
 
     /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
-    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut Seen, best: &mut Best) {
+    ///
+    /// `unicode`: whether the line may hold a `\u` escape ([`inplace::read`]).
+    fn line(
+        &self,
+        doc: usize,
+        sid: &str,
+        line: &str,
+        unicode: bool,
+        seen: &mut Seen,
+        best: &mut Best,
+    ) {
         // Newest first: an entry older than the worst kept hit is not read further (its
         // time read from the start of the line, where this library writes it).
         if best.order == Order::Newest {
@@ -738,7 +749,7 @@ impl Searcher {
                 }
             }
         }
-        match self.in_place(line, sid, seen, best) {
+        match self.in_place(line, unicode, sid, seen, best) {
             InPlace::Done => return,
             InPlace::Kept(e, score, ts) => {
                 let mut hit = Hit {
@@ -1058,10 +1069,10 @@ impl Searcher {
                     None
                 };
                 if let Ok(native) = entry_to_native(text, dialect, v1) {
-                    self.line(doc, sid, &native, &mut seen, best);
+                    self.line(doc, sid, &native, true, &mut seen, best);
                 }
             } else {
-                self.line(doc, sid, text, &mut seen, best);
+                self.line(doc, sid, text, escapes, &mut seen, best);
             }
         }
         if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
@@ -1607,7 +1618,7 @@ mod timing {
                 .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
                 .collect();
             for l in &strs {
-                if inplace::read(l, &mut texts).is_some() {
+                if inplace::read(l, &mut texts, n > 0).is_some() {
                     n_texts += texts.len();
                 }
             }
@@ -1616,7 +1627,7 @@ mod timing {
             let mut found = 0;
             let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
             for l in &strs {
-                if inplace::read(l, &mut texts).is_some() {
+                if inplace::read(l, &mut texts, n > 0).is_some() {
                     for text in &texts {
                         let k = match text {
                             inplace::Text::Raw(r) => {
