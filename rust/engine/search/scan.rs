@@ -1332,7 +1332,7 @@ mod tests {
         };
         let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", (n / 60) % 60, n % 60);
         let head = r#"{"type":"#;
-        match rng.usize(0..9) {
+        let line = match rng.usize(0..9) {
             0 => format!(
                 r#"{head}"message","id":"{id}","parent_id":null,"timestamp":"{ts}","message":{{"role":"user","content":"{}","timestamp":1}}}}"#,
                 text(rng)
@@ -1373,7 +1373,13 @@ mod tests {
                 text(rng)
             ),
             _ => format!(r#"{head}"session_info","id":"{id}","timestamp":"{ts}","name":"{}"}}"#, text(rng)),
+        };
+        // Where the document may have one: `é` written as a `\u` escape in any text (a
+        // message's content, a block's text, a tool call's arguments...).
+        if escapes && rng.usize(0..3) == 0 {
+            return line.replace('é', "\\u00e9");
         }
+        line
     }
 
     #[test]
