@@ -64,6 +64,12 @@ fn head(line: &[u8]) -> Option<Head<'_>> {
     Some((ty, id, parent, at))
 }
 
+/// The `id` an entry line starts with, after its type (the order this library writes),
+/// when it is a string without escapes.
+pub fn head_id(line: &[u8]) -> Option<&[u8]> {
+    head(line).map(|(_, id, _, _)| id)
+}
+
 /// The `timestamp` an entry line starts with, after its type, id and parent id (the
 /// order this library writes), when it is a string without escapes.
 pub fn head_timestamp(line: &[u8]) -> Option<&str> {

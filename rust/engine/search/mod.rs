@@ -8,6 +8,7 @@
 pub mod branch;
 pub mod count;
 pub mod entry;
+pub mod inplace;
 pub mod query;
 pub mod scan;
 pub mod tokens;

@@ -8,11 +8,12 @@
 //! as is: JSON escapes only quotes, backslashes and control characters, none of them
 //! token characters. So the lines the prefilter skips cannot match, and the answers equal
 //! a full decode of every line. Matching lines are ranked from counts ([`super::count`])
-//! and tokenised only when kept; hits of whole documents get `on_branch` from the lines
-//! ([`super::branch`]).
+//! taken on their raw bytes where the line allows ([`super::raw`]), and tokenised only
+//! when among the best at the end; by relevance, a line whose score's bound
+//! (`Searcher::bound`) cannot beat the worst hit kept is skipped unread. Hits of whole
+//! documents get `on_branch` from the lines ([`super::branch`]).
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
@@ -21,16 +22,18 @@ use std::sync::Mutex;
 
 use memchr::{memchr, memrchr};
 use regex_automata::meta::Regex;
-use regex_automata::Input;
+use regex_automata::util::prefilter::Prefilter as Literals;
+use regex_automata::{Input, MatchKind};
 
 use crate::engine::dialect::{detect, entry_to_native, Dialect};
 use crate::engine::error::{EngineError, ErrorCode};
 use crate::engine::line::days_from_civil;
 
-use super::branch::{branch_ids, head_timestamp, LineLimits};
-use super::count::{count_terms, counters, Counter};
+use super::branch::{branch_ids, head_id, head_timestamp, LineLimits};
+use super::count::{count_terms, counters, Counter, Finder};
 use super::entry::{entry_text, match_texts, score, snippet};
-use super::query::Query;
+use super::inplace;
+use super::query::{Query, MAX_TERMS};
 use super::tokens::upper_variants;
 
 /// Which entries count, besides the query.
@@ -99,6 +102,9 @@ pub struct Hit {
     /// Whether the entry is on its session's current branch, when the scan could tell
     /// (whole documents in sessiontree's dialect; see [`super::branch`]).
     pub on_branch: Option<bool>,
+    /// The entry's line while the hit may still be dropped for better ones: its snippet
+    /// is made once it is among the best ([`Searcher::run`]).
+    line: Option<String>,
 }
 
 /// Parses an ISO-8601 time (`YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|±HH:MM]`, or a bare date as
@@ -181,8 +187,53 @@ fn lit(out: &mut String, c: char) {
     }
 }
 
-/// `needle` in every case form, as a regex.
+/// The most case forms of a needle written one by one (an alternation of literals, which
+/// the regex searches for with a vectorised literal search alone); a needle with more is
+/// written with a class for each character.
+const MAX_FORMS: usize = 64;
+
+/// Every case form of `needle` (each character or a character lowercasing to it), when
+/// there are at most [`MAX_FORMS`].
+fn forms(needle: &str) -> Option<Vec<String>> {
+    let chars: Vec<(char, &[char])> = needle.chars().map(|c| (c, upper_variants(c))).collect();
+    let n = chars
+        .iter()
+        .try_fold(1usize, |n, (_, v)| n.checked_mul(v.len() + 1))
+        .filter(|&n| n <= MAX_FORMS)?;
+    let all = (0..n).map(|k| {
+        // Form `k`: each character's variant by the digits of `k` in mixed radix.
+        let mut rest = k;
+        chars
+            .iter()
+            .map(|&(c, variants)| {
+                let base = variants.len() + 1;
+                let pick = rest % base;
+                rest /= base;
+                if pick == 0 {
+                    c
+                } else {
+                    variants[pick - 1]
+                }
+            })
+            .collect()
+    });
+    Some(all.collect())
+}
+
+/// `needle` in every case form, as a regex (an alternation: wrap it in a group to use
+/// it as a part).
 fn case_forms(pat: &mut String, needle: &str) {
+    if let Some(all) = forms(needle) {
+        for (k, form) in all.iter().enumerate() {
+            if k > 0 {
+                pat.push('|');
+            }
+            for c in form.chars() {
+                lit(pat, c);
+            }
+        }
+        return;
+    }
     for c in needle.chars() {
         let variants = upper_variants(c);
         if variants.is_empty() {
@@ -336,9 +387,13 @@ fn compiled(text: &str) -> Result<std::sync::Arc<Compiled>, EngineError> {
     let count = counters(
         &query,
         |tok| {
+            if let Some(pre) = forms(tok).and_then(|f| Literals::new(MatchKind::LeftmostFirst, &f))
+            {
+                return Some(Finder::Literals(pre));
+            }
             let mut pat = String::new();
             case_forms(&mut pat, tok);
-            compile(&pat).ok()
+            compile(&pat).ok().map(Finder::Regex)
         },
         prefilter_part,
     )
@@ -361,6 +416,126 @@ struct Best {
     hits: Vec<Hit>,
     /// The worst hit kept at the last trim: anything not better is not kept.
     bar: Option<(f64, Option<i64>, String, String)>,
+    /// The worker's caches of the regexes: the prefilters', then each counter's.
+    caches: Caches,
+    /// The worker's vectors of finds and of the strings holding them
+    /// ([`Searcher::bound`]).
+    finds: Vec<usize>,
+    strings: Vec<(usize, usize, [usize; MAX_BOUND_TERMS])>,
+}
+
+/// The most strings with finds, and positive terms, [`Searcher::bound`] tries every set
+/// of (more: a looser bound).
+const MAX_BOUND_STRINGS: usize = 6;
+const MAX_BOUND_TERMS: usize = 4;
+
+/// A worker's regex caches (see [`Counter::cache`]).
+struct Caches {
+    plain: regex_automata::meta::Cache,
+    or_escape: regex_automata::meta::Cache,
+    counters: Vec<Option<regex_automata::meta::Cache>>,
+}
+
+/// Whether the quote at `q` ends or starts a string: not after an odd run of
+/// backslashes.
+fn unescaped(line: &[u8], q: usize) -> bool {
+    line[..q].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0
+}
+
+/// The quotes around byte `p` of a JSON line, taken to be in a string.
+fn enclosing(line: &[u8], p: usize) -> Option<(usize, usize)> {
+    let mut i = p;
+    let open = loop {
+        let q = memrchr(b'"', &line[..i])?;
+        if unescaped(line, q) {
+            break q;
+        }
+        i = q;
+    };
+    let mut j = p;
+    let close = loop {
+        let q = j + memchr(b'"', &line[j..])?;
+        if unescaped(line, q) {
+            break q;
+        }
+        j = q + 1;
+    };
+    Some((open, close))
+}
+
+/// The start of the line holding byte `at` of `data` (none before `from`), and the
+/// quote before `at` on it, when not escaped.
+fn line_start(data: &[u8], from: usize, at: usize) -> (usize, Option<usize>) {
+    let mut i = at;
+    loop {
+        let Some(k) = memchr::memrchr2(b'\n', b'"', &data[from..i]).map(|k| from + k) else {
+            return (from, None);
+        };
+        if data[k] == b'\n' {
+            return (k + 1, None);
+        }
+        if unescaped(data, k) {
+            let start = memrchr(b'\n', &data[from..k]).map_or(from, |j| from + j + 1);
+            return (start, Some(k));
+        }
+        i = k;
+    }
+}
+
+/// The quote after byte `at` of `data` on its line, when not escaped, and the line's
+/// end (its newline); `None` for a line without one (torn).
+fn line_end(data: &[u8], at: usize) -> Option<(Option<usize>, usize)> {
+    let mut j = at;
+    loop {
+        let k = j + memchr::memchr2(b'\n', b'"', &data[j..])?;
+        if data[k] == b'\n' {
+            return Some((None, k));
+        }
+        if unescaped(data, k) {
+            let end = k + 1 + memchr(b'\n', &data[k + 1..])?;
+            return Some((Some(k), end));
+        }
+        j = k + 1;
+    }
+}
+
+/// The ids of a document's entries that matched (a duplicated id names its first line
+/// that matched), and the lines skipped for their score's bound ([`Searcher::bound`]),
+/// any of which may have matched.
+struct Seen<'d> {
+    ids: hashbrown::HashSet<String>,
+    /// The document.
+    data: &'d [u8],
+    /// The hashes of the skipped lines' ids.
+    skipped: hashbrown::HashSet<u64>,
+    /// The skipped lines: their id's hash and where they are in `data`.
+    skipped_lines: Vec<(u64, usize, usize)>,
+}
+
+impl<'d> Seen<'d> {
+    fn new(data: &'d [u8]) -> Seen<'d> {
+        Seen {
+            ids: hashbrown::HashSet::new(),
+            data,
+            // About one line in 2 kB of a document is skipped, commonly.
+            skipped: hashbrown::HashSet::with_capacity(data.len() / 2048),
+            skipped_lines: Vec::new(),
+        }
+    }
+}
+
+fn id_hash(id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id)
+}
+
+/// What reading a line in place ([`Searcher::in_place`]) decided.
+enum InPlace<'a> {
+    /// The entry is no hit, or none better than those kept.
+    Done,
+    /// It is kept (its id recorded as seen), with this score and time.
+    Kept(inplace::Entry<'a>, f64, Option<i64>),
+    /// Decode the line to tell.
+    Decode,
 }
 
 fn cmp_keys(
@@ -400,8 +575,10 @@ impl Best {
 
     fn push(&mut self, hit: Hit) {
         self.hits.push(hit);
+        // Trimmed often (a sort of a few dozen hits): the sooner the bar rises, the more
+        // lines are skipped unread.
         if let Some(limit) = self.limit {
-            if self.hits.len() >= 2 * limit.max(16) {
+            if self.hits.len() >= limit + (limit / 4).max(8) {
                 self.trim(limit);
             }
         }
@@ -465,6 +642,60 @@ impl Searcher {
         Some(Some(score(&positive, n)))
     }
 
+    /// Ranks the entry `line` from its raw bytes ([`inplace::read`],
+    /// [`Counter::count_raw`]): no decoding but of a text with a `\u` escape.
+    /// `Decode` when the line or a count needs the decoded reading.
+    fn in_place<'a>(
+        &self,
+        line: &'a str,
+        unicode: bool,
+        sid: &str,
+        seen: &mut Seen,
+        best: &mut Best,
+    ) -> InPlace<'a> {
+        let Some(counters) = self.counters.as_deref() else {
+            return InPlace::Decode;
+        };
+        let mut texts = Vec::new();
+        let Some(e) = inplace::read(line, &mut texts, unicode) else {
+            return InPlace::Decode;
+        };
+        let ts = parse_ms(e.timestamp);
+        if texts.is_empty() || !self.keep(e.entry_type, e.role, ts) {
+            return InPlace::Done;
+        }
+        let mut positive = [0usize; MAX_TERMS + 1];
+        let mut n_positive = 0;
+        let terms = self.query.terms.iter().zip(counters);
+        for ((t, c), cache) in terms.zip(&mut best.caches.counters) {
+            let mut n = 0;
+            for text in &texts {
+                let k = match text {
+                    inplace::Text::Raw(r) => c.count_raw(cache.as_mut(), r.as_bytes()),
+                    inplace::Text::Decoded(t) => c.count_with(cache.as_mut(), t),
+                };
+                let Some(k) = k else {
+                    return InPlace::Decode;
+                };
+                n += k;
+            }
+            match (t.negated, n) {
+                (true, 0) => {}
+                (true, _) | (false, 0) => return InPlace::Done,
+                (false, n) => {
+                    positive[n_positive] = n;
+                    n_positive += 1;
+                }
+            }
+        }
+        let len = texts.iter().map(inplace::Text::decoded_len).sum();
+        let s = score(&positive[..n_positive], len);
+        if !self.first(seen, e.id) || !best.wants(s, ts, sid, e.id) {
+            return InPlace::Done;
+        }
+        InPlace::Kept(e, s, ts)
+    }
+
     /// The parsed query.
     pub fn query(&self) -> &Query {
         &self.query
@@ -495,7 +726,17 @@ impl Searcher {
     }
 
     /// Matches one entry line (sessiontree's dialect); a hit is offered to `best`.
-    fn line(&self, doc: usize, sid: &str, line: &str, seen: &mut HashSet<String>, best: &mut Best) {
+    ///
+    /// `unicode`: whether the line may hold a `\u` escape ([`inplace::read`]).
+    fn line(
+        &self,
+        doc: usize,
+        sid: &str,
+        line: &str,
+        unicode: bool,
+        seen: &mut Seen,
+        best: &mut Best,
+    ) {
         // Newest first: an entry older than the worst kept hit is not read further (its
         // time read from the start of the line, where this library writes it).
         if best.order == Order::Newest {
@@ -508,6 +749,32 @@ impl Searcher {
                 }
             }
         }
+        match self.in_place(line, unicode, sid, seen, best) {
+            InPlace::Done => return,
+            InPlace::Kept(e, score, ts) => {
+                let mut hit = Hit {
+                    doc,
+                    session_id: sid.to_owned(),
+                    entry_id: e.id.to_owned(),
+                    entry_type: e.entry_type.to_owned(),
+                    role: e.role.map(str::to_owned),
+                    timestamp: e.timestamp.to_owned(),
+                    ts_ms: ts,
+                    score,
+                    snippet: String::new(),
+                    marks: Vec::new(),
+                    on_branch: None,
+                    line: Some(line.to_owned()),
+                };
+                // With a limit, the snippet waits until the hit is among the best.
+                if best.limit.is_none() {
+                    self.quote(&mut hit);
+                }
+                best.push(hit);
+                return;
+            }
+            InPlace::Decode => {}
+        }
         let Some(e) = entry_text(line) else { return };
         let ts = parse_ms(&e.timestamp);
         if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
@@ -518,7 +785,7 @@ impl Searcher {
         let quick = self.quick_score(&e.texts);
         if let Some(q) = quick {
             let Some(s) = q else { return };
-            if !seen.insert(e.id.clone()) || !best.wants(s, ts, sid, &e.id) {
+            if !self.first(seen, &e.id) || !best.wants(s, ts, sid, &e.id) {
                 return;
             }
         }
@@ -528,7 +795,7 @@ impl Searcher {
             return;
         };
         debug_assert!(quick.is_none_or(|q| q == Some(m.score)));
-        if quick.is_none() && (!seen.insert(e.id.clone()) || !best.wants(m.score, ts, sid, &e.id)) {
+        if quick.is_none() && (!self.first(seen, &e.id) || !best.wants(m.score, ts, sid, &e.id)) {
             return;
         }
         let (snippet, marks) = snippet(&e.texts, &m);
@@ -544,7 +811,178 @@ impl Searcher {
             snippet,
             marks,
             on_branch: None,
+            line: None,
         });
+    }
+
+    /// Records that the entry `id` matched: whether it is the first line with this id
+    /// that did (an earlier line skipped for its bound is read again to tell).
+    fn first(&self, seen: &mut Seen<'_>, id: &str) -> bool {
+        if !seen.ids.insert(id.to_owned()) {
+            return false;
+        }
+        if seen.skipped.is_empty() || !seen.skipped.contains(&id_hash(id.as_bytes())) {
+            return true;
+        }
+        let h = id_hash(id.as_bytes());
+        seen.skipped_lines
+            .iter()
+            .filter(|l| l.0 == h)
+            .filter_map(|&(_, s, e)| simdutf8::basic::from_utf8(&seen.data[s..e]).ok())
+            .all(|line| self.matched_id(line).as_deref() != Some(id))
+    }
+
+    /// The id of the entry `line` when it matches (filters included), read the long way.
+    fn matched_id(&self, line: &str) -> Option<String> {
+        let e = entry_text(line)?;
+        let ts = parse_ms(&e.timestamp);
+        if e.texts.is_empty() || !self.keep(&e.entry_type, e.role.as_deref(), ts) {
+            return None;
+        }
+        let matched = match self.quick_score(&e.texts) {
+            Some(q) => q.is_some(),
+            None => match_texts(&self.query, &e.texts, None).is_some(),
+        };
+        matched.then_some(e.id)
+    }
+
+    /// An upper bound of the score of the entry `line` (raw bytes, from a document with
+    /// no `\u` escape), from the finds of each positive term in the whole line (more
+    /// than its texts hold) and the shortest string holding one (no shorter than the
+    /// entry's searched text, which holds a match): `None` when a term has no find, so
+    /// the entry cannot match. Reads only the strings holding finds, not the line.
+    ///
+    /// `first`: where the line prefilter's first find is in the line; the needle's
+    /// token starts no sooner than its longest form before it.
+    /// `quotes`: those around the first find, when known.
+    fn bound(
+        &self,
+        line: &[u8],
+        first: usize,
+        quotes: Option<(usize, usize)>,
+        bar: f64,
+        best: &mut Best,
+    ) -> Option<f64> {
+        let needle = self.query.needle();
+        let needle_from = first.saturating_sub(4 * needle.chars().count());
+        let counters = self.counters.as_deref()?;
+        let finds = &mut best.finds;
+        finds.clear();
+        let mut counts = [0usize; MAX_TERMS + 1];
+        let mut k = 0;
+        let terms = self.query.terms.iter().zip(counters);
+        for ((t, c), cache) in terms.zip(&mut best.caches.counters) {
+            if t.negated {
+                continue;
+            }
+            let before = finds.len();
+            let from = if t.tokens.len() == 1 && t.tokens[0] == needle {
+                needle_from
+            } else {
+                0
+            };
+            c.finds_raw(cache.as_mut(), line, from, finds);
+            counts[k] = finds.len() - before;
+            if counts[k] == 0 {
+                return None;
+            }
+            k += 1;
+        }
+        // The strings holding finds, each with its finds of each term.
+        let strings = &mut best.strings;
+        strings.clear();
+        let mut term = 0;
+        let mut ends = counts[..k].iter().scan(0, |sum, &c| {
+            *sum += c;
+            Some(*sum)
+        });
+        let mut term_end = ends.next().unwrap_or(0);
+        for (i, &p) in finds.iter().enumerate() {
+            while i >= term_end {
+                term += 1;
+                term_end = ends.next().unwrap_or(usize::MAX);
+            }
+            let at = match strings.iter().position(|s| s.0 < p && p < s.1) {
+                Some(at) => at,
+                None => {
+                    let quotes = match quotes {
+                        Some((o, c)) if o < p && p < c => Some((o, c)),
+                        _ => enclosing(line, p),
+                    };
+                    // Not in a string: no bound.
+                    let Some((open, close)) = quotes else {
+                        return Some(f64::INFINITY);
+                    };
+                    strings.push((open, close, [0; MAX_BOUND_TERMS]));
+                    strings.len() - 1
+                }
+            };
+            if let Some(n) = strings[at].2.get_mut(term) {
+                *n += 1;
+            }
+        }
+        // Each escape is two bytes of one character: a text is at least half its bytes
+        // (its escapes counted when that bound is too loose).
+        let loose = self.best_subset(&counts[..k], strings, |o, c| (c - o - 1).div_ceil(2));
+        if loose < bar {
+            return Some(loose);
+        }
+        Some(self.best_subset(&counts[..k], strings, |o, c| {
+            c - o - 1 - memchr::memchr_iter(b'\\', &line[o + 1..c]).count()
+        }))
+    }
+
+    /// The highest score an entry can have whose matches lie in some of `strings` (each
+    /// with its finds of each positive term), its text at least as long as theirs
+    /// (`len(open, close)` each): over every set of them holding each term. With too
+    /// many strings or terms to list, the score of all the finds in the shortest string.
+    fn best_subset(
+        &self,
+        counts: &[usize],
+        strings: &[(usize, usize, [usize; MAX_BOUND_TERMS])],
+        len: impl Fn(usize, usize) -> usize,
+    ) -> f64 {
+        if strings.len() > MAX_BOUND_STRINGS || counts.len() > MAX_BOUND_TERMS {
+            let shortest = strings.iter().map(|s| len(s.0, s.1)).min().unwrap_or(0);
+            return score(counts, shortest);
+        }
+        let mut lens = [0usize; MAX_BOUND_STRINGS];
+        for (l, s) in lens.iter_mut().zip(strings) {
+            *l = len(s.0, s.1);
+        }
+        let mut top = f64::NEG_INFINITY;
+        for set in 1..(1u32 << strings.len()) {
+            let mut sum = [0usize; MAX_BOUND_TERMS];
+            let mut n = 0;
+            for (j, s) in strings.iter().enumerate() {
+                if set & (1 << j) != 0 {
+                    n += lens[j];
+                    for (t, c) in sum.iter_mut().zip(s.2) {
+                        *t += c;
+                    }
+                }
+            }
+            if sum[..counts.len()].iter().all(|&c| c > 0) {
+                top = top.max(score(&sum[..counts.len()], n));
+            }
+        }
+        top
+    }
+
+    /// Makes the snippet of a hit kept from its line read in place.
+    fn quote(&self, hit: &mut Hit) {
+        let Some(line) = hit.line.take() else { return };
+        let Some(e) = entry_text(&line) else {
+            debug_assert!(false, "a line read in place is no entry: {line}");
+            return;
+        };
+        let might = |t: &str| self.any_token.is_match(t.as_bytes());
+        let Some(m) = match_texts(&self.query, &e.texts, Some(&might)) else {
+            debug_assert!(false, "a line read in place does not match: {line}");
+            return;
+        };
+        debug_assert_eq!(m.score, hit.score, "{line}");
+        (hit.snippet, hit.marks) = snippet(&e.texts, &m);
     }
 
     /// Searches one session document (header line first).
@@ -562,29 +1000,63 @@ impl Searcher {
         let Ok(dialect) = detect(header.trim_end_matches('\r'), firsts) else {
             return;
         };
-        let mut seen = HashSet::new();
+        let mut seen = Seen::new(data);
         let mut pos = nl + 1;
         let pre = &*self.prefilter;
-        let prefilter = if pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some() {
-            &pre.or_escape
-        } else {
-            &pre.plain
-        };
+        let escapes = pre.rare || memchr::memmem::find(&data[pos..], b"\\u").is_some();
+        // Ranking by relevance, a line is skipped when its score's bound is below the
+        // worst hit kept (not for digits: a number's text is not its bytes).
+        let bounded = best.order == Order::Relevance
+            && dialect == Dialect::Native
+            && !escapes
+            && self.counters.is_some()
+            && self.query.positive().all(|t| {
+                !t.tokens
+                    .iter()
+                    .any(|w| w.bytes().any(|b| b.is_ascii_digit()))
+            });
+
         // pi v1 lines have no ids: they are numbered by line (the header is line 0).
         let (mut line_no, mut counted) = (0u64, 0usize);
         while pos < data.len() {
-            let Some(m) = prefilter.search(&Input::new(data).span(pos..data.len())) else {
+            let (prefilter, cache) = if escapes {
+                (&pre.or_escape, &mut best.caches.or_escape)
+            } else {
+                (&pre.plain, &mut best.caches.plain)
+            };
+            let Some(m) = prefilter.search_with(cache, &Input::new(data).span(pos..data.len()))
+            else {
                 break;
             };
-            let start = memrchr(b'\n', &data[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+            // The line's bounds, and the quotes around the find when it is in a string,
+            // read in the same passes (a string holds no newline).
+            let (start, open) = line_start(data, pos, m.start());
             // A last line without its newline is torn: not an entry.
-            let Some(end) = memchr(b'\n', &data[m.start()..]).map(|i| m.start() + i) else {
+            let Some((close, end)) = line_end(data, m.start()) else {
                 break;
             };
             pos = end + 1;
             let raw = data[start..end]
                 .strip_suffix(b"\r")
                 .unwrap_or(&data[start..end]);
+            if bounded {
+                if let Some(bar) = best.bar.as_ref().map(|b| b.0) {
+                    let quotes = open.zip(close).map(|(o, c)| (o - start, c - start));
+                    match self.bound(raw, m.start() - start, quotes, bar, best) {
+                        None => continue,
+                        Some(b) if b < bar => {
+                            // Skipped, its id kept in case a later line has it.
+                            if let Some(id) = head_id(raw) {
+                                let h = id_hash(id);
+                                seen.skipped.insert(h);
+                                seen.skipped_lines.push((h, start, start + raw.len()));
+                                continue;
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
             let Ok(text) = simdutf8::basic::from_utf8(raw) else {
                 continue;
             };
@@ -597,10 +1069,10 @@ impl Searcher {
                     None
                 };
                 if let Ok(native) = entry_to_native(text, dialect, v1) {
-                    self.line(doc, sid, &native, &mut seen, best);
+                    self.line(doc, sid, &native, true, &mut seen, best);
                 }
             } else {
-                self.line(doc, sid, text, &mut seen, best);
+                self.line(doc, sid, text, escapes, &mut seen, best);
             }
         }
         if self.whole && dialect == Dialect::Native && best.hits.iter().any(|h| h.doc == doc) {
@@ -644,6 +1116,17 @@ impl Searcher {
                 limit,
                 hits: Vec::new(),
                 bar: None,
+                caches: Caches {
+                    plain: self.prefilter.plain.create_cache(),
+                    or_escape: self.prefilter.or_escape.create_cache(),
+                    counters: self
+                        .counters
+                        .iter()
+                        .flat_map(|c| c.iter().map(Counter::cache))
+                        .collect(),
+                },
+                finds: Vec::new(),
+                strings: Vec::new(),
             };
             let mut buf = Vec::new();
             loop {
@@ -672,6 +1155,9 @@ impl Searcher {
         sort_hits(order, &mut hits);
         if let Some(l) = limit {
             hits.truncate(l);
+        }
+        for h in &mut hits {
+            self.quote(h);
         }
         hits
     }
@@ -756,6 +1242,180 @@ mod tests {
             }
         }
         assert!(quick > 40, "{quick}");
+    }
+
+    /// The best hits by the long way: every line decoded, matched and scored, the
+    /// first matching line of an id kept.
+    fn reference(
+        q: &str,
+        lines: &[String],
+        order: Order,
+        limit: usize,
+    ) -> Vec<(String, f64, String)> {
+        let query = Query::parse(q).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut hits = Vec::new();
+        for line in lines {
+            let Some(e) = entry_text(line) else { continue };
+            let Some(m) = match_texts(&query, &e.texts, None) else {
+                continue;
+            };
+            if !seen.insert(e.id.clone()) {
+                continue;
+            }
+            let (snippet, marks) = snippet(&e.texts, &m);
+            hits.push(Hit {
+                doc: 0,
+                session_id: "s1".into(),
+                ts_ms: parse_ms(&e.timestamp),
+                entry_id: e.id,
+                entry_type: e.entry_type,
+                role: e.role,
+                timestamp: e.timestamp,
+                score: m.score,
+                snippet,
+                marks,
+                on_branch: None,
+                line: None,
+            });
+        }
+        sort_hits(order, &mut hits);
+        hits.truncate(limit);
+        hits.into_iter()
+            .map(|h| (h.entry_id, h.score, h.snippet))
+            .collect()
+    }
+
+    /// A random entry line: texts of words, escapes and non-ASCII beside the word, in
+    /// every field the search reads and some it does not; ids repeat now and then.
+    fn random_line(rng: &mut fastrand::Rng, n: usize, escapes: bool) -> String {
+        const PIECES: &[&str] = &[
+            "merge",
+            "Merge",
+            "MERGE",
+            "emerge",
+            "merged",
+            "merge_case",
+            "a.merge.b",
+            "\\nmerge",
+            "merge\\n",
+            "\\\\nmerge",
+            "\\\"merge\\\"",
+            "merge\\t",
+            "émerge",
+            "merge→",
+            "«merge»",
+            "café",
+            "Café",
+            "cafés",
+            "東京merge",
+            "the",
+            "word",
+            "x",
+            "lorem ipsum dolor",
+            "\\\\",
+            "merg",
+            "1234",
+            "",
+        ];
+        fn text(rng: &mut fastrand::Rng) -> String {
+            let k = rng.usize(0..12);
+            let words: Vec<&str> = (0..k).map(|_| PIECES[rng.usize(..PIECES.len())]).collect();
+            let pad = " filler".repeat(rng.usize(0..40));
+            format!("{}{pad}", words.join(" "))
+        }
+        // Ids written twice late in the document, once a bar skips lines.
+        let id = if n > 300 && rng.usize(0..6) == 0 {
+            format!("d{}", rng.usize(0..3))
+        } else {
+            format!("e{n}")
+        };
+        let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", (n / 60) % 60, n % 60);
+        let head = r#"{"type":"#;
+        let line = match rng.usize(0..9) {
+            0 => format!(
+                r#"{head}"message","id":"{id}","parent_id":null,"timestamp":"{ts}","message":{{"role":"user","content":"{}","timestamp":1}}}}"#,
+                text(rng)
+            ),
+            1 => format!(
+                r#"{head}"message","id":"{id}","parent_id":"p","timestamp":"{ts}","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"{}","signature":"merge"}},{{"type":"text","text":"{}"}},{{"type":"tool_call","id":"merge","name":"{}","arguments":{{"cmd":"{}","n":[3,{{"k":"{}"}}]}}}}],"usage":{{"cost":0.5}}}}}}"#,
+                text(rng),
+                text(rng),
+                text(rng),
+                text(rng),
+                text(rng)
+            ),
+            2 => format!(
+                r#"{head}"message","id":"{id}","timestamp":"{ts}","message":{{"role":"tool_result","content":[{{"type":"text","text":"{}"}},{{"type":"image","data":"merge=="}}]}}}}"#,
+                text(rng)
+            ),
+            3 => format!(r#"{head}"label","id":"{id}","timestamp":"{ts}","label":"{}"}}"#, text(rng)),
+            4 => format!(
+                r#"{head}"compaction","id":"{id}","timestamp":"{ts}","summary":"{}"}}"#,
+                text(rng)
+            ),
+            5 => format!(
+                r#"{head}"custom_message","id":"{id}","timestamp":"{ts}","content":"{}"}}"#,
+                text(rng)
+            ),
+            6 => format!(
+                r#"{head}"message","id":"{id}","timestamp":"{ts}","message":{{"role":"bash_execution","command":"{}","output":"{}"}}}}"#,
+                text(rng),
+                text(rng)
+            ),
+            // Decoded: a `\u` escape (where the document may have one), a tab.
+            7 if escapes => format!(
+                "{head}\"label\",\"id\":\"{id}\",\"timestamp\":\"{ts}\",\t\"label\":\"{} m\\u0065rge\"}}",
+                text(rng)
+            ),
+            7 => format!(
+                "{head}\"label\",\"id\":\"{id}\",\"timestamp\":\"{ts}\",\t\"label\":\"{}\"}}",
+                text(rng)
+            ),
+            _ => format!(r#"{head}"session_info","id":"{id}","timestamp":"{ts}","name":"{}"}}"#, text(rng)),
+        };
+        // Where the document may have one: `é` written as a `\u` escape in any text (a
+        // message's content, a block's text, a tool call's arguments...).
+        if escapes && rng.usize(0..3) == 0 {
+            return line.replace('é', "\\u00e9");
+        }
+        line
+    }
+
+    #[test]
+    fn equals_the_long_way_on_random_lines() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        for round in 0..6 {
+            let lines: Vec<String> = (0..600)
+                .map(|n| random_line(&mut rng, n, round % 2 == 1))
+                .collect();
+            let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let d = doc(&refs);
+            for q in [
+                "merge",
+                "café",
+                "merg*",
+                "merge -café",
+                "café merge",
+                "\"merge the\"",
+                "x",
+            ] {
+                for (order, limit) in [
+                    (Order::Relevance, 5),
+                    (Order::Relevance, 40),
+                    (Order::Newest, 7),
+                ] {
+                    let s = Searcher::new(q, Filters::default()).unwrap();
+                    let got: Vec<(String, f64, String)> = s
+                        .run(std::slice::from_ref(&d), order, Some(limit), 1)
+                        .into_iter()
+                        .map(|h| (h.entry_id, h.score, h.snippet))
+                        .collect();
+                    let want = reference(q, &lines, order, limit);
+                    assert_eq!(got, want, "round {round}, {q:?}, {order:?}, {limit}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -892,6 +1552,105 @@ pub fn line_tokens(line: &[u8], pi: bool) -> String {
 
 #[cfg(test)]
 mod timing {
+    /// The steps of reading a common word's lines in place, each timed over every file
+    /// (one thread): `SEARCH_TIMING_DIR=/path SEARCH_TIMING_WORD=merge cargo test
+    /// --release --lib raw_steps -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement on local files"]
+    fn raw_steps() {
+        use super::super::inplace;
+        use std::time::Instant;
+        let Ok(dir) = std::env::var("SEARCH_TIMING_DIR") else {
+            return;
+        };
+        let word = std::env::var("SEARCH_TIMING_WORD").unwrap_or_else(|_| "merge".into());
+        let searcher = super::Searcher::new(&word, super::Filters::default()).unwrap();
+        let counters = searcher.counters.as_deref().unwrap();
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        paths.sort();
+        let t = Instant::now();
+        let docs: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        let total: usize = docs.iter().map(Vec::len).sum();
+        println!("read {} MB: {:?}", total / 1_000_000, t.elapsed());
+        let t = Instant::now();
+        let n: usize = docs
+            .iter()
+            .map(|d| usize::from(memchr::memmem::find(d, b"\\u").is_some()))
+            .sum();
+        println!("\\u check: {:?} ({n})", t.elapsed());
+        let t = Instant::now();
+        let mut lines: Vec<(usize, usize, usize)> = Vec::new();
+        let mut cache = searcher.prefilter.plain.create_cache();
+        for (k, d) in docs.iter().enumerate() {
+            let mut pos = memchr::memchr(b'\n', d).unwrap() + 1;
+            while let Some(m) = searcher
+                .prefilter
+                .plain
+                .search_with(&mut cache, &super::Input::new(d).span(pos..d.len()))
+            {
+                let start = memchr::memrchr(b'\n', &d[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+                let Some(end) = memchr::memchr(b'\n', &d[m.start()..]).map(|i| m.start() + i)
+                else {
+                    break;
+                };
+                lines.push((k, start, end));
+                pos = end + 1;
+            }
+        }
+        let bytes: usize = lines.iter().map(|l| l.2 - l.1).sum();
+        println!(
+            "prefilter: {:?} ({} lines, {} MB)",
+            t.elapsed(),
+            lines.len(),
+            bytes / 1_000_000
+        );
+        for _round in 0..3 {
+            let t = Instant::now();
+            let ok = lines
+                .iter()
+                .filter(|l| simdutf8::basic::from_utf8(&docs[l.0][l.1..l.2]).is_ok())
+                .count();
+            println!("utf-8: {:?} ({ok})", t.elapsed());
+            let t = Instant::now();
+
+            let mut texts = Vec::new();
+            let mut n_texts = 0;
+            let strs: Vec<&str> = lines
+                .iter()
+                .map(|l| std::str::from_utf8(&docs[l.0][l.1..l.2]).unwrap())
+                .collect();
+            for l in &strs {
+                if inplace::read(l, &mut texts, n > 0).is_some() {
+                    n_texts += texts.len();
+                }
+            }
+            println!("read in place: {:?} ({n_texts} texts)", t.elapsed());
+            let t = Instant::now();
+            let mut found = 0;
+            let mut caches: Vec<_> = counters.iter().map(super::Counter::cache).collect();
+            for l in &strs {
+                if inplace::read(l, &mut texts, n > 0).is_some() {
+                    for text in &texts {
+                        let k = match text {
+                            inplace::Text::Raw(r) => {
+                                counters[0].count_raw(caches[0].as_mut(), r.as_bytes())
+                            }
+                            inplace::Text::Decoded(t) => {
+                                counters[0].count_with(caches[0].as_mut(), t)
+                            }
+                        };
+                        found += k.unwrap_or(0);
+                    }
+                }
+            }
+            println!("read and count: {:?} ({found} found)", t.elapsed());
+        }
+    }
+
     /// `SEARCH_TIMING_DIR=/path cargo test --release --lib timing -- --ignored --nocapture`
     #[test]
     #[ignore = "a measurement on local files"]
