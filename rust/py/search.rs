@@ -177,19 +177,19 @@ fn search_entry_texts(line: &str) -> Option<EntryTexts> {
 #[pyfunction]
 fn search_extract(py: Python<'_>, path: PathBuf, start: u64) -> PyResult<ExtractTuple> {
     let x = py
-        .detach(|| crate::engine::search::scan::extract(&path, start))
+        .detach(|| crate::engine::search::extract::extract(&path, start))
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))?;
     Ok((x.end, x.header, x.legacy, x.rows))
 }
 
-/// [`line_tokens`](crate::engine::search::scan::line_tokens) of each line: what
+/// [`line_tokens`](crate::engine::search::extract::line_tokens) of each line: what
 /// PostgreSQL's search column holds.
 #[pyfunction]
 fn search_line_tokens(py: Python<'_>, lines: Vec<Vec<u8>>, pi: bool) -> Vec<String> {
     py.detach(|| {
         lines
             .iter()
-            .map(|l| crate::engine::search::scan::line_tokens(l, pi))
+            .map(|l| crate::engine::search::extract::line_tokens(l, pi))
             .collect()
     })
 }

@@ -133,7 +133,7 @@ impl Counter {
 
     /// [`Counter::count`] of the text a JSON string's raw bytes `raw` (between its
     /// quotes) decode to, read in place: `raw` must hold no `\u` escape (see
-    /// [`super::inplace`]). Its other escapes decode to characters that are never part of a
+    /// the in-place reading). Its other escapes decode to characters that are never part of a
     /// token, so a find that starts with an escape's letter (`n` of `\n`) is none, and an
     /// escape beside a find is a word boundary.
     pub fn count_raw(&self, cache: Option<&mut Cache>, raw: &[u8]) -> Option<usize> {
