@@ -31,6 +31,7 @@ __all__ = [
     "json_loads",
     "openai_item_lines",
     "openai_items_of_lines",
+    "openai_read_known",
     "pi_name",
     "reparent_line",
     "search_branch_members",
@@ -313,6 +314,20 @@ def openai_items_of_lines(
     ``(1, [item])`` for an item entry, ``(2, [])`` for a compaction, ``(0, [])`` for
     any other entry, or ``None`` where the adapter's Python path must read it; ``names``
     learns the tool name of each function call read."""
+
+def openai_read_known(
+    engine: Engine,
+    idxs: list[int],
+    ids: list[str],
+    custom_type: str,
+    residual_key: str,
+    names: dict[str, str],
+    known: dict[str, tuple[int, list[Any]]],
+) -> tuple[int, list[int]]:
+    """The OpenAI adapter's first read (``rust/py/items.rs``): each entry of ``idxs``
+    read by ``engine`` and converted as :func:`openai_items_of_lines` converts its line
+    (no ``bytes`` per line) into ``known[ids[k]]``; returns the bytes read and the
+    positions of the lines left to the adapter's Python path."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

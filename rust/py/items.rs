@@ -11,11 +11,8 @@
 //! one holding anything else (a tuple, a subclass, a wide int, NaN, a lone surrogate), is
 //! declined (`None`), for the adapter's Python path to map, check and refuse as it does.
 
-use std::borrow::Cow;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
-use serde_json::value::RawValue;
 
 use crate::engine::json_text::{push_f64, push_i64, push_str};
 
@@ -438,168 +435,252 @@ pub fn openai_item_lines<'py>(
 
 // ------------------------------------------------------------------ lines -> items
 
+use super::pyread::{Bad, Reader, StrCache, R};
+
+impl From<Bad> for Decline {
+    fn from(_: Bad) -> Self {
+        Decline
+    }
+}
+
 /// What the adapter's view calls an entry (`_ITEM`, `_COMPACTION`, `_OTHER`).
 const ITEM: i64 = 1;
 const COMPACTION: i64 = 2;
 const OTHER: i64 = 0;
 
-#[derive(serde::Deserialize)]
-struct LineIn<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    message: Option<MessageIn<'a>>,
-    #[serde(default, borrow)]
-    custom_type: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    data: Option<&'a RawValue>,
+/// The keys this reader reads (any other is skipped, built into nothing).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Type,
+    Message,
+    CustomType,
+    Data,
+    Role,
+    Content,
+    ToolCallId,
+    Residual,
+    Text,
+    Thinking,
+    Id,
+    Name,
+    Arguments,
+    Other,
 }
 
-#[derive(serde::Deserialize)]
-struct MessageIn<'a> {
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    #[serde(borrow)]
-    content: Content<'a>,
-    #[serde(default, borrow)]
-    tool_call_id: Option<Cow<'a, str>>,
-    #[serde(rename = "openai_agents", default, borrow)]
-    residual: Option<&'a RawValue>,
-}
-
-#[derive(serde::Deserialize)]
-struct BlockIn<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
-/// The message's content: its text, or its blocks.
-enum Content<'a> {
-    Text(Cow<'a, str>),
-    Blocks(Vec<BlockIn<'a>>),
-}
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Content<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Content<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or a list of blocks")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v)))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(b) = seq.next_element()? {
-                    blocks.push(b);
-                }
-                Ok(Content::Blocks(blocks))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
+fn key_of(bytes: &[u8], residual_key: &[u8]) -> Key {
+    match bytes {
+        b"type" => Key::Type,
+        b"message" => Key::Message,
+        b"custom_type" => Key::CustomType,
+        b"data" => Key::Data,
+        b"role" => Key::Role,
+        b"content" => Key::Content,
+        b"tool_call_id" => Key::ToolCallId,
+        b"text" => Key::Text,
+        b"thinking" => Key::Thinking,
+        b"id" => Key::Id,
+        b"name" => Key::Name,
+        b"arguments" => Key::Arguments,
+        _ if bytes == residual_key => Key::Residual,
+        _ => Key::Other,
     }
 }
 
-fn py_json<'py>(py: Python<'py>, raw: &RawValue) -> Result<Bound<'py, PyAny>, Decline> {
-    Ok(super::pyjson::loads(py, raw.get().as_bytes())?)
+/// A block of a message's content: its type, and the fields the items are made of.
+#[derive(Default)]
+struct BlockIn<'py> {
+    kind: Option<Vec<u8>>,
+    text: Option<Option<Bound<'py, PyAny>>>,
+    thinking: Option<Option<Bound<'py, PyAny>>>,
+    id: Option<Option<Bound<'py, PyAny>>>,
+    name: Option<Option<Bound<'py, PyAny>>>,
+    arguments: Option<Vec<u8>>,
+}
+
+impl<'py> BlockIn<'py> {
+    fn is(&self, kind: &[u8]) -> bool {
+        self.kind.as_deref() == Some(kind)
+    }
+}
+
+/// The message's content: its text, or its blocks.
+enum Content<'py> {
+    Text(Bound<'py, PyAny>),
+    Blocks(Vec<BlockIn<'py>>),
+}
+
+#[derive(Default)]
+struct MessageIn<'py> {
+    role: Option<Vec<u8>>,
+    content: Option<Content<'py>>,
+    tool_call_id: Option<Option<Bound<'py, PyAny>>>,
+    residual: Option<Bound<'py, PyAny>>,
+}
+
+/// Sets a field read once (a key given twice is declined, as serde's reader did).
+fn once<T>(slot: &mut Option<T>, value: T) -> R<()> {
+    if slot.is_some() {
+        return Err(Bad);
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+fn short_text(r: &mut Reader<'_, '_, '_>) -> R<Vec<u8>> {
+    let t = r.text()?;
+    Ok(r.bytes(&t).to_vec())
+}
+
+fn block_in<'py>(r: &mut Reader<'_, '_, 'py>, residual_key: &[u8]) -> R<BlockIn<'py>> {
+    let mut b = BlockIn::default();
+    r.open_object()?;
+    let mut first = true;
+    while let Some(k) = r.next_key(first)? {
+        first = false;
+        match key_of(r.bytes(&k), residual_key) {
+            Key::Type => once(&mut b.kind, short_text(r)?)?,
+            Key::Text => once(&mut b.text, r.opt_string()?)?,
+            Key::Thinking => once(&mut b.thinking, r.opt_string()?)?,
+            Key::Id => once(&mut b.id, r.opt_string()?)?,
+            Key::Name => once(&mut b.name, r.opt_string()?)?,
+            Key::Arguments => {
+                let span = r.skip(0)?;
+                once(&mut b.arguments, r.raw(span).to_vec())?;
+            }
+            _ => {
+                r.skip(0)?;
+            }
+        }
+    }
+    if b.kind.is_none() {
+        return Err(Bad);
+    }
+    Ok(b)
+}
+
+fn message_in<'py>(r: &mut Reader<'_, '_, 'py>, residual_key: &[u8]) -> R<MessageIn<'py>> {
+    let mut m = MessageIn::default();
+    r.open_object()?;
+    let mut first = true;
+    while let Some(k) = r.next_key(first)? {
+        first = false;
+        match key_of(r.bytes(&k), residual_key) {
+            Key::Role => once(&mut m.role, short_text(r)?)?,
+            Key::Content => {
+                let content = match r.peek()? {
+                    b'"' => Content::Text(r.string()?),
+                    b'[' => {
+                        let mut blocks = Vec::new();
+                        r.open_array()?;
+                        let mut first = true;
+                        while r.next_item(first)? {
+                            first = false;
+                            blocks.push(block_in(r, residual_key)?);
+                        }
+                        Content::Blocks(blocks)
+                    }
+                    _ => return Err(Bad),
+                };
+                once(&mut m.content, content)?;
+            }
+            Key::ToolCallId => once(&mut m.tool_call_id, r.opt_string()?)?,
+            Key::Residual => once(&mut m.residual, r.value(0)?)?,
+            _ => {
+                r.skip(0)?;
+            }
+        }
+    }
+    Ok(m)
 }
 
 /// `{**rest, key: value}` of a freshly parsed `rest` (changed in place: it is ours).
 fn with<'py>(
     rest: &Bound<'py, PyAny>,
-    key: &str,
-    value: &str,
+    key: &Bound<'py, PyString>,
+    value: &Bound<'py, PyAny>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let d = rest.cast_exact::<PyDict>().map_err(|_| Decline)?;
     d.set_item(key, value)?;
     Ok(rest.clone())
 }
 
+fn field<'a, 'py>(f: &'a Option<Option<Bound<'py, PyAny>>>) -> Result<&'a Bound<'py, PyAny>, Decline> {
+    f.as_ref().and_then(Option::as_ref).ok_or(Decline)
+}
+
 /// The rest of a residual's blocks (`_blocks_from_dicts`) for text blocks only.
 fn text_blocks<'py>(
     py: Python<'py>,
-    blocks: &[BlockIn<'_>],
+    blocks: &[BlockIn<'py>],
     rest: &Bound<'py, PyAny>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
     if rest.len() != blocks.len() {
         return Err(Decline);
     }
-    let out = PyList::empty(py);
+    let key = pyo3::intern!(py, "text");
+    let mut out = Vec::with_capacity(blocks.len());
     for (b, r) in blocks.iter().zip(rest.iter()) {
-        if b.kind != "text" {
+        if !b.is(b"text") {
             return Err(Decline);
         }
-        out.append(with(&r, "text", b.text.as_deref().ok_or(Decline)?)?)?;
+        out.push(with(&r, key, field(&b.text)?)?);
     }
-    Ok(out.into_any())
+    Ok(PyList::new(py, out)?.into_any())
 }
 
 /// The item a mapped message line stands for (`_item_from_message_dict`).
 fn item_of<'py>(
     py: Python<'py>,
-    m: MessageIn<'_>,
+    m: MessageIn<'py>,
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
-    let residual = py_json(py, m.residual.ok_or(Decline)?)?;
-    let item = residual
-        .cast_exact::<PyDict>()
-        .map_err(|_| Decline)?
-        .clone();
-    let content = m.content;
-    let rest_of = |key: &str| -> Result<Option<Bound<'py, PyAny>>, Decline> {
+    let residual = m.residual.ok_or(Decline)?;
+    let item = residual.cast_exact::<PyDict>().map_err(|_| Decline)?.clone();
+    let content = m.content.ok_or(Decline)?;
+    let rest_of = |key: &Bound<'py, PyString>| -> Result<Option<Bound<'py, PyAny>>, Decline> {
         Ok(item.get_item(key)?.filter(|v| !v.is_none()))
     };
-    match m.role.as_ref() {
-        "user" => match (rest_of("content")?, content) {
-            (None, Content::Text(t)) => item.set_item("content", t.as_ref())?,
+    let k_content = pyo3::intern!(py, "content");
+    let k_text = pyo3::intern!(py, "text");
+    match m.role.as_deref().ok_or(Decline)? {
+        b"user" => match (rest_of(k_content)?, content) {
+            (None, Content::Text(t)) => item.set_item(k_content, t)?,
             (Some(rest), Content::Blocks(blocks)) => {
-                item.set_item("content", text_blocks(py, &blocks, &rest)?)?;
+                item.set_item(k_content, text_blocks(py, &blocks, &rest)?)?;
             }
             _ => return Err(Decline),
         },
-        "tool_result" => {
+        b"tool_result" => {
             let Content::Blocks(blocks) = content else {
                 return Err(Decline);
             };
-            item.set_item("call_id", m.tool_call_id.as_deref().ok_or(Decline)?)?;
-            match rest_of("output")? {
+            let call_id = field(&m.tool_call_id)?;
+            item.set_item(pyo3::intern!(py, "call_id"), call_id)?;
+            let k_output = pyo3::intern!(py, "output");
+            match rest_of(k_output)? {
                 None => {
-                    let mut joined = String::new();
-                    for b in blocks.iter().filter(|b| b.kind == "text") {
-                        joined.push_str(b.text.as_deref().ok_or(Decline)?);
+                    let mut texts = blocks.iter().filter(|b| b.is(b"text"));
+                    match (texts.next(), texts.next()) {
+                        (None, _) => item.set_item(k_output, "")?,
+                        (Some(one), None) => item.set_item(k_output, field(&one.text)?)?,
+                        _ => {
+                            let mut joined = String::new();
+                            for b in blocks.iter().filter(|b| b.is(b"text")) {
+                                joined.push_str(text(field(&b.text)?)?);
+                            }
+                            item.set_item(k_output, joined)?;
+                        }
                     }
-                    item.set_item("output", joined)?;
                 }
-                Some(rest) => item.set_item("output", text_blocks(py, &blocks, &rest)?)?,
+                Some(rest) => item.set_item(k_output, text_blocks(py, &blocks, &rest)?)?,
             }
         }
-        "assistant" => {
+        b"assistant" => {
             let Content::Blocks(blocks) = content else {
                 return Err(Decline);
             };
-            let kind = item.get_item("type")?;
+            let kind = item.get_item(pyo3::intern!(py, "type"))?;
             let kind = match &kind {
                 Some(k) if k.is_instance_of::<PyString>() => Some(text(k)?.to_owned()),
                 _ => None,
@@ -609,10 +690,11 @@ fn item_of<'py>(
                     let [call] = blocks.as_slice() else {
                         return Err(Decline);
                     };
-                    if call.kind != "tool_call" {
+                    if !call.is(b"tool_call") {
                         return Err(Decline);
                     }
-                    let marker = item.get_item("arguments")?;
+                    let k_args = pyo3::intern!(py, "arguments");
+                    let marker = item.get_item(k_args)?;
                     let compact = match &marker {
                         None => Some(false),
                         Some(v) if v.is_none() => Some(false),
@@ -625,60 +707,58 @@ fn item_of<'py>(
                         }
                         Some(_) => None,
                     };
-                    item.set_item("call_id", call.id.as_deref().ok_or(Decline)?)?;
-                    let (call_id, name) = (
-                        call.id.as_deref().ok_or(Decline)?,
-                        call.name.as_deref().ok_or(Decline)?,
-                    );
-                    item.set_item("name", name)?;
+                    let (call_id, name) = (field(&call.id)?, field(&call.name)?);
+                    item.set_item(pyo3::intern!(py, "call_id"), call_id)?;
+                    item.set_item(pyo3::intern!(py, "name"), name)?;
                     names.set_item(call_id, name)?;
                     if let Some(compact) = compact {
+                        let raw = call.arguments.as_deref().ok_or(Decline)?;
                         let args: serde_json::Value =
-                            serde_json::from_str(call.arguments.ok_or(Decline)?.get())
-                                .map_err(|_| Decline)?;
+                            serde_json::from_slice(raw).map_err(|_| Decline)?;
                         let mut out = Vec::new();
                         python_dumps(&mut out, &args, compact).ok_or(Decline)?;
                         let out = String::from_utf8(out).map_err(|_| Decline)?;
-                        item.set_item("arguments", out)?;
+                        item.set_item(k_args, out)?;
                     }
                 }
                 Some("reasoning") => {
-                    let rest = item.get_item("summary")?.ok_or(Decline)?;
+                    let rest = item.get_item(pyo3::intern!(py, "summary"))?.ok_or(Decline)?;
                     let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
                     if rest.len() != blocks.len() {
                         return Err(Decline);
                     }
-                    let out = PyList::empty(py);
+                    let mut out = Vec::with_capacity(blocks.len());
                     for (b, r) in blocks.iter().zip(rest.iter()) {
-                        if b.kind == "thinking" {
-                            out.append(with(&r, "text", b.thinking.as_deref().ok_or(Decline)?)?)?;
+                        if b.is(b"thinking") {
+                            out.push(with(&r, k_text, field(&b.thinking)?)?);
                         }
                     }
-                    item.set_item("summary", out)?;
+                    item.set_item(pyo3::intern!(py, "summary"), PyList::new(py, out)?)?;
                 }
                 _ => {
-                    let texts: Vec<&str> = blocks
+                    let texts: Vec<&Bound<'py, PyAny>> = blocks
                         .iter()
-                        .filter(|b| b.kind == "text")
-                        .map(|b| b.text.as_deref().ok_or(Decline))
+                        .filter(|b| b.is(b"text"))
+                        .map(|b| field(&b.text))
                         .collect::<Result<_, _>>()?;
-                    match rest_of("content")? {
-                        None => item.set_item("content", *texts.first().ok_or(Decline)?)?,
+                    match rest_of(k_content)? {
+                        None => item.set_item(k_content, *texts.first().ok_or(Decline)?)?,
                         Some(rest) => {
                             let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
                             if rest.len() != texts.len() {
                                 return Err(Decline);
                             }
-                            let out = PyList::empty(py);
+                            let k_refusal = pyo3::intern!(py, "refusal");
+                            let mut out = Vec::with_capacity(texts.len());
                             for (t, r) in texts.iter().zip(rest.iter()) {
                                 let d = r.cast_exact::<PyDict>().map_err(|_| Decline)?;
-                                let refusal = d.get_item("type")?.is_some_and(|k| {
+                                let refusal = d.get_item(pyo3::intern!(py, "type"))?.is_some_and(|k| {
                                     k.cast::<PyString>()
                                         .is_ok_and(|s| s.to_str().ok() == Some("refusal"))
                                 });
-                                out.append(with(&r, if refusal { "refusal" } else { "text" }, t)?)?;
+                                out.push(with(&r, if refusal { k_refusal } else { k_text }, t)?);
                             }
-                            item.set_item("content", out)?;
+                            item.set_item(k_content, PyList::new(py, out)?)?;
                         }
                     }
                 }
@@ -690,25 +770,62 @@ fn item_of<'py>(
 }
 
 /// What one line is for the adapter's view (`_items_from_line`): `(code, items)`, or
-/// `None` where only the entry object can say.
+/// `None` where only the entry object can say. One pass over the line: the strings the
+/// items hold become Python strings straight from it, the entry's other fields (ids,
+/// usage, provider...) are only stepped over.
 fn known_of<'py>(
-    py: Python<'py>,
-    line: &[u8],
-    custom_type: &str,
+    r: &mut Reader<'_, '_, 'py>,
+    custom_type: &[u8],
+    residual_key: &[u8],
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
-    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
-    let l: LineIn<'_> = serde_json::from_str(text).map_err(|_| Decline)?;
-    let (code, items) = match l.kind.as_ref() {
-        "message" => (ITEM, vec![item_of(py, l.message.ok_or(Decline)?, names)?]),
-        "custom" if l.custom_type.as_deref() == Some(custom_type) => {
-            let data = py_json(py, l.data.ok_or(Decline)?)?;
+    let py = r.py;
+    let mut kind: Option<Vec<u8>> = None;
+    let mut message: Option<MessageIn<'py>> = None;
+    let mut custom: Option<Option<Vec<u8>>> = None;
+    let mut data: Option<Bound<'py, PyAny>> = None;
+    r.open_object()?;
+    let mut first = true;
+    while let Some(k) = r.next_key(first)? {
+        first = false;
+        // The message and the data are read only where the type (first in the lines
+        // sessiontree writes) does not rule them out.
+        let may = |want: &[u8]| kind.as_deref().is_none_or(|k| k == want);
+        match key_of(r.bytes(&k), residual_key) {
+            Key::Type => once(&mut kind, short_text(r)?)?,
+            Key::Message if may(b"message") => {
+                if r.peek()? == b'n' {
+                    r.skip(0)?;
+                    return Err(Decline);
+                }
+                once(&mut message, message_in(r, residual_key)?)?;
+            }
+            Key::CustomType => {
+                let value = if r.peek()? == b'"' {
+                    Some(short_text(r)?)
+                } else {
+                    r.skip(0)?;
+                    None
+                };
+                once(&mut custom, value)?;
+            }
+            Key::Data if may(b"custom") => once(&mut data, r.value(0)?)?,
+            _ => {
+                r.skip(0)?;
+            }
+        }
+    }
+    r.end()?;
+    let (code, items) = match kind.as_deref().ok_or(Decline)? {
+        b"message" => (ITEM, vec![item_of(py, message.ok_or(Decline)?, names)?]),
+        b"custom" if custom.flatten().as_deref() == Some(custom_type) => {
+            let data = data.ok_or(Decline)?;
             if let Ok(d) = data.cast_exact::<PyDict>() {
                 learn(d, names)?;
             }
             (ITEM, vec![data])
         }
-        "compaction" => (COMPACTION, Vec::new()),
+        b"compaction" => (COMPACTION, Vec::new()),
         _ => (OTHER, Vec::new()),
     };
     Ok((code, PyList::new(py, items)?)
@@ -720,8 +837,8 @@ fn known_of<'py>(
 /// item entry (a message the adapter mapped, or a custom entry of `custom_type`), `(2, [])`
 /// for a compaction, `(0, [])` for any other entry, or `None` where the adapter's Python
 /// path must say (a message it did not map, a shape this reader does not vouch for). The
-/// same items `_items_from_line` gives, built straight from the line; `names` (call id
-/// -> tool name) learns the name of every function call read.
+/// same items `_items_from_line` gives, built straight from the line (`pyread.rs`);
+/// `names` (call id -> tool name) learns the name of every function call read.
 #[pyfunction]
 pub fn openai_items_of_lines<'py>(
     py: Python<'py>,
@@ -730,18 +847,65 @@ pub fn openai_items_of_lines<'py>(
     residual_key: &str,
     names: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if residual_key != "openai_agents" {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "the reader knows the residual key \"openai_agents\" only",
-        ));
-    }
-    let out = PyList::empty(py);
+    let mut cache = StrCache::new();
+    let mut scratch = Vec::new();
+    let mut out = Vec::with_capacity(lines.len());
     for line in lines.iter() {
         let line = line.cast::<PyBytes>()?;
-        match known_of(py, line.as_bytes(), custom_type, names) {
-            Ok(found) => out.append(found)?,
-            Err(Decline) => out.append(py.None())?,
-        }
+        let found = Reader::new(py, line.as_bytes(), &mut cache, &mut scratch)
+            .map_err(Decline::from)
+            .and_then(|mut r| {
+                known_of(&mut r, custom_type.as_bytes(), residual_key.as_bytes(), names)
+            });
+        out.push(match found {
+            Ok(found) => found,
+            Err(Decline) => py.None().into_bound(py),
+        });
     }
-    Ok(out)
+    PyList::new(py, out)
+}
+
+/// The OpenAI adapter's first read of a session, in one pass: the line of each entry of
+/// `idxs` read by `engine` and converted as [`openai_items_of_lines`] converts it, with
+/// no `bytes` object per line, into `known` (`ids[k]` -> `(code, items)`). Returns the
+/// bytes of the lines read and the positions (in `idxs`) of the lines left to the
+/// adapter's Python path, which reads those again.
+#[pyfunction]
+#[pyo3(signature = (engine, idxs, ids, custom_type, residual_key, names, known))]
+#[allow(clippy::too_many_arguments)]
+pub fn openai_read_known<'py>(
+    py: Python<'py>,
+    engine: &Bound<'py, super::engine::PyEngine>,
+    idxs: Vec<u32>,
+    ids: &Bound<'py, PyList>,
+    custom_type: &str,
+    residual_key: &str,
+    names: &Bound<'py, PyDict>,
+    known: &Bound<'py, PyDict>,
+) -> PyResult<(u64, Vec<usize>)> {
+    if ids.len() != idxs.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "one id per entry is needed",
+        ));
+    }
+    let mut cache = StrCache::new();
+    let mut scratch = Vec::new();
+    let mut size = 0u64;
+    let mut left = Vec::new();
+    let mut k = 0usize;
+    engine.get().each_line(py, &idxs, |line| {
+        size += line.len() as u64;
+        let found = Reader::new(py, line, &mut cache, &mut scratch)
+            .map_err(Decline::from)
+            .and_then(|mut r| {
+                known_of(&mut r, custom_type.as_bytes(), residual_key.as_bytes(), names)
+            });
+        match found {
+            Ok(found) => known.set_item(ids.get_item(k)?, found)?,
+            Err(Decline) => left.push(k),
+        }
+        k += 1;
+        Ok(())
+    })?;
+    Ok((size, left))
 }

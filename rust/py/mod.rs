@@ -15,6 +15,7 @@ mod engine;
 mod errors;
 mod items;
 mod pyjson;
+mod pyread;
 mod search;
 mod shared;
 mod slots;
@@ -66,6 +67,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy::copy_json_items, m)?)?;
     m.add_function(wrap_pyfunction!(items::openai_item_lines, m)?)?;
     m.add_function(wrap_pyfunction!(items::openai_items_of_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(items::openai_read_known, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;

@@ -1147,6 +1147,11 @@ class OpenAIAgentsSession:
     def _copies(self, items: list[Any]) -> list[Any]:
         if self._shared_items:
             return items  # already a new list (a slice of the view's)
+        if len(items) > _INLINE_ITEMS:
+            # Many new dicts and lists: moved past the young collections after (paused_gc),
+            # which would otherwise scan them all at the next allocation.
+            with paused_gc():
+                return _copy_items(items)
         return _copy_items(items)
 
     # -- the view of the current branch --------------------------------------------------
@@ -1244,22 +1249,22 @@ class OpenAIAgentsSession:
     def _read_lines_now(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
         known = self._known
         names = self._tool_names
+        engine = storage._engine
+        # In one pass in Rust: each line read by the engine and converted straight to its
+        # items (no bytes object per line, no intermediate tree). A line it leaves is read
+        # here as before: parsed, then its entry object where the dict cannot say.
+        size, left = _core.openai_read_known(
+            engine, idxs, ids, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names, known
+        )
+        if self._kept is not None:
+            self._kept.size += size
+        if not left:
+            return
         loads = _core.json_loads
         from_line = _items_from_line
-        kept = self._kept
-        lines = storage._engine.lines(idxs)
-        if kept is not None:
-            kept.size += sum(map(len, lines))
-        # Straight from the lines to the items in Rust; a line it leaves (None) is read
-        # here as before: parsed, then its entry object where the dict cannot say.
-        fast = _core.openai_items_of_lines(lines, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names)
-        if None not in fast:
-            known.update(zip(ids, cast("list[tuple[int, list[Any]]]", fast), strict=True))
-            return
-        for entry_id, raw, found in zip(ids, lines, fast, strict=True):
-            if found is not None:
-                known[entry_id] = found  # its tool name learnt by the reader
-                continue
+        lines = engine.lines([idxs[k] for k in left])
+        for k, raw in zip(left, lines, strict=True):
+            entry_id = ids[k]
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
