@@ -32,6 +32,7 @@ __all__ = [
     "openai_item_lines",
     "openai_items_of_lines",
     "openai_read_known",
+    "openai_view_extend",
     "pi_name",
     "reparent_line",
     "search_branch_members",
@@ -328,6 +329,17 @@ def openai_read_known(
     read by ``engine`` and converted as :func:`openai_items_of_lines` converts its line
     (no ``bytes`` per line) into ``known[ids[k]]``; returns the bytes read and the
     positions of the lines left to the adapter's Python path."""
+
+def openai_view_extend(
+    ids: list[str],
+    known: dict[str, tuple[int, list[Any]]],
+    codes: list[int],
+    items: list[Any],
+    ends: list[int],
+) -> int | None:
+    """The OpenAI adapter's view extended by the entries ``ids`` (``rust/py/items.rs``):
+    each one's code to ``codes``, its items to ``items``, the count of ``items`` after it
+    to ``ends``; the position in ``ids`` of the last compaction, if any."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

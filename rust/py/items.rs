@@ -464,6 +464,7 @@ enum Key {
     Id,
     Name,
     Arguments,
+    Usage,
     Other,
 }
 
@@ -481,6 +482,7 @@ fn key_of(bytes: &[u8], residual_key: &[u8]) -> Key {
         b"id" => Key::Id,
         b"name" => Key::Name,
         b"arguments" => Key::Arguments,
+        b"usage" => Key::Usage,
         _ if bytes == residual_key => Key::Residual,
         _ => Key::Other,
     }
@@ -585,6 +587,8 @@ fn message_in<'py>(r: &mut Reader<'_, '_, 'py>, residual_key: &[u8]) -> R<Messag
             }
             Key::ToolCallId => once(&mut m.tool_call_id, r.opt_string()?)?,
             Key::Residual => once(&mut m.residual, r.value(0)?)?,
+            // The usage every assistant line carries (the writer's own, all zero).
+            Key::Usage if r.skip_exactly(&USAGE[b"\"usage\":".len()..]) => {}
             _ => {
                 r.skip(0)?;
             }
@@ -908,4 +912,39 @@ pub fn openai_read_known<'py>(
         Ok(())
     })?;
     Ok((size, left))
+}
+
+/// The loop of the OpenAI adapter's `_View.push_all`: for each id of `ids`, its
+/// `(code, items)` in `known` appended, the code to `codes`, the items to `items`, and
+/// the count of `items` after them to `ends`. Returns the position in `ids` of the last
+/// compaction (code 2), if any.
+#[pyfunction]
+pub fn openai_view_extend<'py>(
+    ids: &Bound<'py, PyList>,
+    known: &Bound<'py, PyDict>,
+    codes: &Bound<'py, PyList>,
+    items: &Bound<'py, PyList>,
+    ends: &Bound<'py, PyList>,
+) -> PyResult<Option<usize>> {
+    let mut last = None;
+    let mut count = items.len();
+    for (k, entry_id) in ids.iter().enumerate() {
+        let found = known
+            .get_item(&entry_id)?
+            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(entry_id.clone().unbind()))?;
+        let found = found.cast::<pyo3::types::PyTuple>()?;
+        let code = found.get_item(0)?;
+        if code.extract::<i64>()? == COMPACTION {
+            last = Some(k);
+        }
+        codes.append(code)?;
+        let these = found.get_item(1)?;
+        let these = these.cast::<PyList>()?;
+        for item in these.iter() {
+            items.append(item)?;
+        }
+        count += these.len();
+        ends.append(count)?;
+    }
+    Ok(last)
 }

@@ -536,6 +536,18 @@ impl<'a, 'c, 'py> Reader<'a, 'c, 'py> {
         Ok((start, self.pos))
     }
 
+    /// Steps over the value at the reader if it is exactly `value` (valid JSON the caller
+    /// knows, such as the usage block sessiontree writes on every assistant message), with
+    /// one comparison instead of a walk through its keys; false (nothing read) otherwise.
+    pub fn skip_exactly(&mut self, value: &[u8]) -> bool {
+        self.ws();
+        if self.s[self.pos..].starts_with(value) {
+            self.pos += value.len();
+            return true;
+        }
+        false
+    }
+
     /// The line's bytes in `span`.
     pub fn raw(&self, span: (usize, usize)) -> &'a [u8] {
         &self.s[span.0..span.1]

@@ -799,25 +799,17 @@ class _View:
         if code == _COMPACTION:
             self.floor = at
 
-    def push_all(self, ids: list[str], known: list[tuple[int, list[Any]]]) -> None:
-        """:meth:`push` of every entry of ``ids`` (their codes and items in ``known``)."""
+    def push_all(self, ids: list[str], known: dict[str, tuple[int, list[Any]]]) -> None:
+        """:meth:`push` of every entry of ``ids`` (their codes and items in ``known``),
+        the loop in Rust."""
         if not ids:
             return
         start = len(self.ids)
         self.ids.extend(ids)
         self.pos.update(zip(ids, range(start, start + len(ids)), strict=True))
-        codes = [code for code, _ in known]
-        self.codes.extend(codes)
-        items_out = self.items
-        ends = self.ends
-        for _, items in known:
-            if len(items) == 1:
-                items_out.append(items[0])
-            elif items:
-                items_out.extend(items)
-            ends.append(len(items_out))
-        if _COMPACTION in codes:
-            self.floor = start + len(codes) - 1 - codes[::-1].index(_COMPACTION)
+        last = _core.openai_view_extend(ids, known, self.codes, self.items, self.ends)
+        if last is not None:
+            self.floor = start + last
 
     def truncate(self, keep: int) -> None:
         """Keeps the first ``keep`` entries."""
@@ -1219,7 +1211,7 @@ class OpenAIAgentsSession:
             missing = [k for k, entry_id in enumerate(ids) if entry_id not in known]
             if missing:
                 self._read_lines(storage, [ids[k] for k in missing], [idxs[k] for k in missing])
-            view.push_all(ids, [known[entry_id] for entry_id in ids])
+            view.push_all(ids, known)
         else:
             for entry in session.get_branch():
                 code, items = self._known_entry(entry)
