@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from .. import _core
 from .._util import now_iso, now_ms, uuid7
-from ..errors import ClosedError, InvalidArgumentError, SessionError
+from ..errors import ClosedError, DuplicateIdError, InvalidArgumentError, SessionError
 from ..model.entries import CompactionEntry, CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
     AgentMessage,
@@ -811,6 +811,16 @@ class _View:
         if last is not None:
             self.floor = start + last
 
+    def push_items(self, ids: list[str], items: list[Any]) -> None:
+        """:meth:`push` of item entries ``ids``, one item of ``items`` each."""
+        start = len(self.ids)
+        self.ids.extend(ids)
+        self.pos.update(zip(ids, range(start, start + len(ids)), strict=True))
+        self.codes.extend([_ITEM] * len(ids))
+        count = len(self.items)
+        self.items.extend(items)
+        self.ends.extend(range(count + 1, count + len(items) + 1))
+
     def truncate(self, keep: int) -> None:
         """Keeps the first ``keep`` entries."""
         if keep >= len(self.ids):
@@ -1494,11 +1504,19 @@ class OpenAIAgentsSession:
         pristines: list[Any],
     ) -> None:
         storage: Any = session.storage  # an engine storage (_plan_lines)
-        engine = storage._engine
         leaf = storage.get_leaf_id()
-        if session._context_cache is not None or any(
-            engine.lookup(entry_id) is not None for entry_id in ids
-        ):
+        written = False
+        if session._context_cache is None:
+            if leaf is not None:
+                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
+            try:
+                # All or nothing: checked whole (an id taken refused before any byte is
+                # written), then one write.
+                storage._append_lines(lines)
+                written = True
+            except DuplicateIdError:
+                pass
+        if not written:
             planned, _ = self._plan(items)
             try:
                 ids = _append_planned(session, planned)
@@ -1508,10 +1526,6 @@ class OpenAIAgentsSession:
                         session.move_to(leaf)
                 raise
             pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
-        else:
-            if leaf is not None:
-                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
-            storage._append_lines(lines)  # all or nothing: checked whole, one write
         if self._kept is not None:
             self._kept.size += sum(map(len, lines))
         self._keep_appended(leaf, ids, pristines)
@@ -1520,13 +1534,10 @@ class OpenAIAgentsSession:
         """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
         and extends the view when it ended at ``leaf``."""
         view = self._view
-        extend = view.ok and view.leaf == leaf
-        for entry_id, pristine in zip(ids, pristines, strict=True):
-            found = (_ITEM, [pristine])
-            self._known[entry_id] = found
-            if extend:
-                view.push(entry_id, *found)
-        if extend:
+        found = [(_ITEM, [pristine]) for pristine in pristines]
+        self._known.update(zip(ids, found, strict=True))
+        if view.ok and view.leaf == leaf:
+            view.push_items(ids, pristines)
             view.leaf = ids[-1]
 
     def _check_fits(self, planned: list[_Planned], texts: list[str]) -> None:
