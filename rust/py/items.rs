@@ -608,7 +608,9 @@ fn with<'py>(
     Ok(rest.clone())
 }
 
-fn field<'a, 'py>(f: &'a Option<Option<Bound<'py, PyAny>>>) -> Result<&'a Bound<'py, PyAny>, Decline> {
+fn field<'a, 'py>(
+    f: &'a Option<Option<Bound<'py, PyAny>>>,
+) -> Result<&'a Bound<'py, PyAny>, Decline> {
     f.as_ref().and_then(Option::as_ref).ok_or(Decline)
 }
 
@@ -640,7 +642,10 @@ fn item_of<'py>(
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let residual = m.residual.ok_or(Decline)?;
-    let item = residual.cast_exact::<PyDict>().map_err(|_| Decline)?.clone();
+    let item = residual
+        .cast_exact::<PyDict>()
+        .map_err(|_| Decline)?
+        .clone();
     let content = m.content.ok_or(Decline)?;
     let rest_of = |key: &Bound<'py, PyString>| -> Result<Option<Bound<'py, PyAny>>, Decline> {
         Ok(item.get_item(key)?.filter(|v| !v.is_none()))
@@ -726,7 +731,9 @@ fn item_of<'py>(
                     }
                 }
                 Some("reasoning") => {
-                    let rest = item.get_item(pyo3::intern!(py, "summary"))?.ok_or(Decline)?;
+                    let rest = item
+                        .get_item(pyo3::intern!(py, "summary"))?
+                        .ok_or(Decline)?;
                     let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
                     if rest.len() != blocks.len() {
                         return Err(Decline);
@@ -756,10 +763,11 @@ fn item_of<'py>(
                             let mut out = Vec::with_capacity(texts.len());
                             for (t, r) in texts.iter().zip(rest.iter()) {
                                 let d = r.cast_exact::<PyDict>().map_err(|_| Decline)?;
-                                let refusal = d.get_item(pyo3::intern!(py, "type"))?.is_some_and(|k| {
-                                    k.cast::<PyString>()
-                                        .is_ok_and(|s| s.to_str().ok() == Some("refusal"))
-                                });
+                                let refusal =
+                                    d.get_item(pyo3::intern!(py, "type"))?.is_some_and(|k| {
+                                        k.cast::<PyString>()
+                                            .is_ok_and(|s| s.to_str().ok() == Some("refusal"))
+                                    });
                                 out.push(with(&r, if refusal { k_refusal } else { k_text }, t)?);
                             }
                             item.set_item(k_content, PyList::new(py, out)?)?;
@@ -859,7 +867,12 @@ pub fn openai_items_of_lines<'py>(
         let found = Reader::new(py, line.as_bytes(), &mut cache, &mut scratch)
             .map_err(Decline::from)
             .and_then(|mut r| {
-                known_of(&mut r, custom_type.as_bytes(), residual_key.as_bytes(), names)
+                known_of(
+                    &mut r,
+                    custom_type.as_bytes(),
+                    residual_key.as_bytes(),
+                    names,
+                )
             });
         out.push(match found {
             Ok(found) => found,
@@ -902,7 +915,12 @@ pub fn openai_read_known<'py>(
         let found = Reader::new(py, line, &mut cache, &mut scratch)
             .map_err(Decline::from)
             .and_then(|mut r| {
-                known_of(&mut r, custom_type.as_bytes(), residual_key.as_bytes(), names)
+                known_of(
+                    &mut r,
+                    custom_type.as_bytes(),
+                    residual_key.as_bytes(),
+                    names,
+                )
             });
         match found {
             Ok(found) => known.set_item(ids.get_item(k)?, found)?,

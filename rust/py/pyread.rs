@@ -71,7 +71,10 @@ impl StrCache {
         }
         let at = (self.hasher.hash_one(bytes) as usize) & (SLOTS - 1);
         let slot = &mut self.slots[at];
-        if !slot.obj.is_null() && usize::from(slot.len) == bytes.len() && &slot.bytes[..bytes.len()] == bytes {
+        if !slot.obj.is_null()
+            && usize::from(slot.len) == bytes.len()
+            && &slot.bytes[..bytes.len()] == bytes
+        {
             // SAFETY: the GIL is held (the reader's callers hold a `Python` token); the
             // slot holds a reference of its own.
             unsafe { ffi::Py_INCREF(slot.obj) };
@@ -416,7 +419,9 @@ impl<'a, 'c, 'py> Reader<'a, 'c, 'py> {
                     let key = self.str_of(&k, true)?;
                     let value = self.value(depth + 1)?;
                     // SAFETY: GIL held; exact str keys (no Python code runs to hash them).
-                    if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } < 0 {
+                    if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) }
+                        < 0
+                    {
                         // SAFETY: GIL held.
                         unsafe { ffi::PyErr_Clear() };
                         return Err(Bad);
