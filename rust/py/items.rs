@@ -905,6 +905,9 @@ pub fn openai_read_known<'py>(
             "one id per entry is needed",
         ));
     }
+    // The collector stays off while the engine's lock is held: a collection could run
+    // finalizers (any Python code) that reach for the same engine.
+    let _paused = super::copy::GcPaused::new();
     let mut cache = StrCache::new();
     let mut scratch = Vec::new();
     let mut size = 0u64;
