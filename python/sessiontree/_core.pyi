@@ -319,16 +319,17 @@ def openai_items_of_lines(
 def openai_read_known(
     engine: Engine,
     idxs: list[int],
-    ids: list[str],
     custom_type: str,
     residual_key: str,
     names: dict[str, str],
     known: dict[str, tuple[int, list[Any]]],
-) -> tuple[int, list[int]]:
+    view: tuple[list[str], list[int], list[Any], list[int]] | None = None,
+) -> tuple[int, list[int], int | None]:
     """The OpenAI adapter's first read (``rust/py/items.rs``): each entry of ``idxs``
     read by ``engine`` and converted as :func:`openai_items_of_lines` converts its line
-    (no ``bytes`` per line) into ``known[ids[k]]``; returns the bytes read and the
-    positions of the lines left to the adapter's Python path."""
+    (no ``bytes`` per line) into ``known[its id]``, the view's lists (ids, codes, items,
+    ends) extended on the way when given; returns the bytes read, the positions of the
+    lines left to the adapter's Python path, and the position of the last compaction."""
 
 def openai_view_extend(
     ids: list[str],

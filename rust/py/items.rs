@@ -884,27 +884,29 @@ pub fn openai_items_of_lines<'py>(
 
 /// The OpenAI adapter's first read of a session, in one pass: the line of each entry of
 /// `idxs` read by `engine` and converted as [`openai_items_of_lines`] converts it, with
-/// no `bytes` object per line, into `known` (`ids[k]` -> `(code, items)`). Returns the
-/// bytes of the lines read and the positions (in `idxs`) of the lines left to the
-/// adapter's Python path, which reads those again.
+/// no `bytes` object per line, into `known` (entry id -> `(code, items)`), the view's
+/// lists extended on the way (`ids`, `codes`, `items`, `ends`: see `_View`; `None` to
+/// leave the view). Returns the bytes of the lines read, the positions (in `idxs`) of the
+/// lines left to the adapter's Python path (which reads those again, and builds the view
+/// afresh then), and the position of the last compaction read, if any.
 #[pyfunction]
-#[pyo3(signature = (engine, idxs, ids, custom_type, residual_key, names, known))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (engine, idxs, custom_type, residual_key, names, known, view=None))]
+#[allow(clippy::type_complexity)]
 pub fn openai_read_known<'py>(
     py: Python<'py>,
     engine: &Bound<'py, super::engine::PyEngine>,
     idxs: Vec<u32>,
-    ids: &Bound<'py, PyList>,
     custom_type: &str,
     residual_key: &str,
     names: &Bound<'py, PyDict>,
     known: &Bound<'py, PyDict>,
-) -> PyResult<(u64, Vec<usize>)> {
-    if ids.len() != idxs.len() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "one id per entry is needed",
-        ));
-    }
+    view: Option<(
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+    )>,
+) -> PyResult<(u64, Vec<usize>, Option<usize>)> {
     // The collector stays off while the engine's lock is held: a collection could run
     // finalizers (any Python code) that reach for the same engine.
     let _paused = super::copy::GcPaused::new();
@@ -912,8 +914,10 @@ pub fn openai_read_known<'py>(
     let mut scratch = Vec::new();
     let mut size = 0u64;
     let mut left = Vec::new();
+    let mut last = None;
     let mut k = 0usize;
-    engine.get().each_line(py, &idxs, |line| {
+    let mut count = view.as_ref().map_or(0, |v| v.2.len());
+    engine.get().each_line(py, &idxs, |entry_id, line| {
         size += line.len() as u64;
         let found = Reader::new(py, line, &mut cache, &mut scratch)
             .map_err(Decline::from)
@@ -926,13 +930,32 @@ pub fn openai_read_known<'py>(
                 )
             });
         match found {
-            Ok(found) => known.set_item(ids.get_item(k)?, found)?,
+            Ok(found) => {
+                let entry_id = PyString::new(py, entry_id);
+                if let Some((ids, codes, items, ends)) = &view {
+                    let found = found.cast::<pyo3::types::PyTuple>()?;
+                    let code = found.get_item(0)?;
+                    if code.extract::<i64>()? == COMPACTION {
+                        last = Some(k);
+                    }
+                    let these = found.get_item(1)?;
+                    let these = these.cast::<PyList>()?;
+                    for item in these.iter() {
+                        items.append(item)?;
+                    }
+                    count += these.len();
+                    ids.append(&entry_id)?;
+                    codes.append(code)?;
+                    ends.append(count)?;
+                }
+                known.set_item(entry_id, found)?;
+            }
             Err(Decline) => left.push(k),
         }
         k += 1;
         Ok(())
     })?;
-    Ok((size, left))
+    Ok((size, left, last))
 }
 
 /// The loop of the OpenAI adapter's `_View.push_all`: for each id of `ids`, its

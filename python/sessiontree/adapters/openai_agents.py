@@ -1217,6 +1217,10 @@ class OpenAIAgentsSession:
         known = self._known
         if engine is not None:
             idxs = engine.path_indices(leaf, True)
+            if idxs and not known and self._read_first(storage, idxs):
+                view.leaf = leaf
+                view.ok = True
+                return
             ids = [engine.id_of(i) for i in idxs]
             missing = [k for k, entry_id in enumerate(ids) if entry_id not in known]
             if missing:
@@ -1249,24 +1253,55 @@ class OpenAIAgentsSession:
             self._read_lines_now(storage, ids, idxs)
 
     def _read_lines_now(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
-        known = self._known
-        names = self._tool_names
         engine = storage._engine
         # In one pass in Rust: each line read by the engine and converted straight to its
-        # items (no bytes object per line, no intermediate tree). A line it leaves is read
-        # here as before: parsed, then its entry object where the dict cannot say.
-        size, left = _core.openai_read_known(
-            engine, idxs, ids, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names, known
+        # items (no bytes object per line, no intermediate tree).
+        size, left, _ = _core.openai_read_known(
+            engine, idxs, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, self._tool_names, self._known
         )
         if self._kept is not None:
             self._kept.size += size
-        if not left:
-            return
+        if left:
+            self._read_left(storage, [ids[k] for k in left], [idxs[k] for k in left])
+
+    def _read_first(self, storage: Any, idxs: list[int]) -> bool:
+        """The first read of a session (nothing of it known): its entries ``idxs`` (the
+        branch) read into ``_known`` and the view built from them in the same pass.
+        False when lines were left to the Python path (read into ``_known`` too; the view
+        is then the caller's to build)."""
+        view = self._view
+        engine = storage._engine
+        with paused_gc():
+            size, left, last = _core.openai_read_known(
+                engine,
+                idxs,
+                ITEM_CUSTOM_TYPE,
+                RESIDUAL_KEY,
+                self._tool_names,
+                self._known,
+                (view.ids, view.codes, view.items, view.ends),
+            )
+            if self._kept is not None:
+                self._kept.size += size
+            if left:
+                view.reset()
+                self._read_left(
+                    storage, [engine.id_of(idxs[k]) for k in left], [idxs[k] for k in left]
+                )
+                return False
+            view.pos.update(zip(view.ids, range(len(view.ids)), strict=True))
+            if last is not None:
+                view.floor = last
+        return True
+
+    def _read_left(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
+        """Reads into ``_known`` the entries the Rust reader left: each line parsed, then
+        its entry object where the dict cannot say."""
+        known = self._known
+        names = self._tool_names
         loads = _core.json_loads
         from_line = _items_from_line
-        lines = engine.lines([idxs[k] for k in left])
-        for k, raw in zip(left, lines, strict=True):
-            entry_id = ids[k]
+        for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
