@@ -891,7 +891,7 @@ pub fn openai_items_of_lines<'py>(
 /// afresh then), and the position of the last compaction read, if any.
 #[pyfunction]
 #[pyo3(signature = (engine, idxs, custom_type, residual_key, names, known, view=None))]
-#[allow(clippy::type_complexity)]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn openai_read_known<'py>(
     py: Python<'py>,
     engine: &Bound<'py, super::engine::PyEngine>,
