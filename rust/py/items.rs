@@ -434,21 +434,201 @@ pub fn openai_item_lines<'py>(
 }
 
 // ------------------------------------------------------------------ lines -> items
+//
+// Every byte of a line is parsed by serde_json, in one pass: a `DeserializeSeed` per level
+// of the entry line (the entry object, its `message`, the content blocks) takes the keys
+// it needs as serde hands them over and steps over the rest (`IgnoredAny`: checked, built
+// into nothing). Strings the items hold become Python strings straight from the line's
+// bytes (serde borrows them when they have no escapes); the item kept beside the message
+// and a custom entry's data are built by `pyjson::Seed`, as `json.loads` builds them.
 
-use super::pyread::{Bad, Reader, StrCache, R};
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::fmt;
 
-impl From<Bad> for Decline {
-    fn from(_: Bad) -> Self {
-        Decline
-    }
-}
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::pyjson;
 
 /// What the adapter's view calls an entry (`_ITEM`, `_COMPACTION`, `_OTHER`).
 const ITEM: i64 = 1;
 const COMPACTION: i64 = 2;
 const OTHER: i64 = 0;
 
-/// The keys this reader reads (any other is skipped, built into nothing).
+/// Strings up to this many bytes go through [`Strings`]' table.
+const SHORT: usize = 24;
+const SLOTS: usize = 4096;
+
+/// A string of [`Strings`]: its length, its bytes, the str.
+type Slot<'py> = (u8, [u8; SHORT], Bound<'py, PyString>);
+
+/// Short strings made once per read and shared (ids, names, short texts): a fixed table
+/// indexed by a hash of the bytes, where a collision replaces the slot, so a read's
+/// unique strings cost a lookup each and never grow it.
+struct Strings<'py> {
+    py: Python<'py>,
+    slots: Vec<Option<Slot<'py>>>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl<'py> Strings<'py> {
+    fn new(py: Python<'py>) -> Self {
+        Strings {
+            py,
+            slots: vec![None; SLOTS],
+            hasher: foldhash::fast::FixedState::with_seed(0x5e55),
+        }
+    }
+
+    /// The str of a value.
+    fn get(&mut self, s: &str) -> Bound<'py, PyString> {
+        self.shared(s, false)
+    }
+
+    /// The str of a key: interned when made (as `json.loads` shares its keys).
+    fn key(&mut self, s: &str) -> Bound<'py, PyString> {
+        self.shared(s, true)
+    }
+
+    fn shared(&mut self, s: &str, key: bool) -> Bound<'py, PyString> {
+        use std::hash::BuildHasher;
+        let bytes = s.as_bytes();
+        let make = |py| {
+            if key {
+                PyString::intern(py, s)
+            } else {
+                PyString::new(py, s)
+            }
+        };
+        if bytes.len() > SHORT {
+            return make(self.py);
+        }
+        let at = (self.hasher.hash_one(bytes) as usize) & (SLOTS - 1);
+        if let Some((len, held, obj)) = &self.slots[at] {
+            if usize::from(*len) == bytes.len() && &held[..bytes.len()] == bytes {
+                return obj.clone();
+            }
+        }
+        let obj = make(self.py);
+        let mut held = [0u8; SHORT];
+        held[..bytes.len()].copy_from_slice(bytes);
+        self.slots[at] = Some((bytes.len() as u8, held, obj.clone())); // at most SHORT
+        obj
+    }
+}
+
+/// What every seed of one read shares.
+struct Cx<'a, 'py> {
+    py: Python<'py>,
+    strings: RefCell<Strings<'py>>,
+    /// Set by `pyjson::Seed` when a number may have been an integer wider than 64 bits
+    /// (the line is then the Python path's: only Python's parser keeps it exact).
+    inexact: Cell<bool>,
+    residual_key: &'a str,
+}
+
+impl<'a, 'py> Cx<'a, 'py> {
+    fn new(py: Python<'py>, residual_key: &'a str) -> Self {
+        Cx {
+            py,
+            strings: RefCell::new(Strings::new(py)),
+            inexact: Cell::new(false),
+            residual_key,
+        }
+    }
+
+    fn any<'c>(&'c self) -> Free<'c, 'a, 'py> {
+        Free(self)
+    }
+}
+
+/// Any JSON value as the Python object `json.loads` makes of it (`pyjson::Seed`'s rules),
+/// with keys and short strings shared through the read's [`Strings`]: the item kept beside
+/// each message repeats the same keys and values ("type", "status", "completed"...).
+#[derive(Clone, Copy)]
+struct Free<'c, 'a, 'py>(&'c Cx<'a, 'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for Free<'_, '_, 'py> {
+    type Value = Bound<'py, PyAny>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for Free<'_, '_, 'py> {
+    type Value = Bound<'py, PyAny>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(PyBool::new(self.0.py, v).to_owned().into_any())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        let Ok(int) = v.into_pyobject(self.0.py);
+        Ok(int.into_any())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        let Ok(int) = v.into_pyobject(self.0.py);
+        Ok(int.into_any())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if v.fract() == 0.0 && v.abs() >= pyjson::WIDE_INT {
+            self.0.inexact.set(true);
+        }
+        Ok(PyFloat::new(self.0.py, v).into_any())
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(self.0.strings.borrow_mut().get(v).into_any())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(PyString::new(self.0.py, v).into_any())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.py.None().into_bound(self.0.py))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let list = PyList::empty(self.0.py);
+        while let Some(item) = seq.next_element_seed(self)? {
+            list.append(item).map_err(pyjson::py_err)?;
+        }
+        Ok(list.into_any())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let dict = PyDict::new(self.0.py);
+        while let Some(key) = map.next_key_seed(FreeKey(self.0))? {
+            let value = map.next_value_seed(self)?;
+            dict.set_item(key, value).map_err(pyjson::py_err)?;
+        }
+        Ok(dict.into_any())
+    }
+}
+
+/// A key of a free-form object: shared through [`Strings`], interned when first made.
+#[derive(Clone, Copy)]
+struct FreeKey<'c, 'a, 'py>(&'c Cx<'a, 'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for FreeKey<'_, '_, 'py> {
+    type Value = Bound<'py, PyString>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for FreeKey<'_, '_, 'py> {
+    type Value = Bound<'py, PyString>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(self.0.strings.borrow_mut().key(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(PyString::intern(self.0.py, v))
+    }
+}
+
+/// The keys this reader reads (any other is skipped).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Key {
     Type,
@@ -464,137 +644,342 @@ enum Key {
     Id,
     Name,
     Arguments,
-    Usage,
     Other,
 }
 
-fn key_of(bytes: &[u8], residual_key: &[u8]) -> Key {
-    match bytes {
-        b"type" => Key::Type,
-        b"message" => Key::Message,
-        b"custom_type" => Key::CustomType,
-        b"data" => Key::Data,
-        b"role" => Key::Role,
-        b"content" => Key::Content,
-        b"tool_call_id" => Key::ToolCallId,
-        b"text" => Key::Text,
-        b"thinking" => Key::Thinking,
-        b"id" => Key::Id,
-        b"name" => Key::Name,
-        b"arguments" => Key::Arguments,
-        b"usage" => Key::Usage,
-        _ if bytes == residual_key => Key::Residual,
-        _ => Key::Other,
+/// Reads a key as a [`Key`] (escaped keys too: serde hands those over undone).
+#[derive(Clone, Copy)]
+struct KeySeed<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(match v {
+            "type" => Key::Type,
+            "message" => Key::Message,
+            "custom_type" => Key::CustomType,
+            "data" => Key::Data,
+            "role" => Key::Role,
+            "content" => Key::Content,
+            "tool_call_id" => Key::ToolCallId,
+            "text" => Key::Text,
+            "thinking" => Key::Thinking,
+            "id" => Key::Id,
+            "name" => Key::Name,
+            "arguments" => Key::Arguments,
+            _ if v == self.0 => Key::Residual,
+            _ => Key::Other,
+        })
+    }
+}
+
+/// A string value as a Python str (short ones shared through [`Strings`]), or `null` as
+/// `None` when `nullable`; anything else fails the line.
+#[derive(Clone, Copy)]
+struct StrSeed<'c, 'a, 'py> {
+    cx: &'c Cx<'a, 'py>,
+    nullable: bool,
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for StrSeed<'_, '_, 'py> {
+    type Value = Option<Bound<'py, PyAny>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for StrSeed<'_, '_, 'py> {
+    type Value = Option<Bound<'py, PyAny>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(self.cx.strings.borrow_mut().get(v).into_any()))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        // Undone escapes (serde's scratch buffer): a string of its own.
+        Ok(Some(PyString::new(self.cx.py, v).into_any()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        if self.nullable {
+            Ok(None)
+        } else {
+            Err(E::invalid_type(de::Unexpected::Unit, &self))
+        }
     }
 }
 
 /// A block of a message's content: its type, and the fields the items are made of.
-#[derive(Default)]
-struct BlockIn<'py> {
-    kind: Option<Vec<u8>>,
+struct BlockIn<'de, 'py> {
+    kind: Cow<'de, str>,
     text: Option<Option<Bound<'py, PyAny>>>,
     thinking: Option<Option<Bound<'py, PyAny>>>,
     id: Option<Option<Bound<'py, PyAny>>>,
     name: Option<Option<Bound<'py, PyAny>>>,
-    arguments: Option<Vec<u8>>,
+    arguments: Option<&'de RawValue>,
 }
 
-impl<'py> BlockIn<'py> {
-    fn is(&self, kind: &[u8]) -> bool {
-        self.kind.as_deref() == Some(kind)
+impl BlockIn<'_, '_> {
+    fn is(&self, kind: &str) -> bool {
+        self.kind == kind
     }
 }
 
 /// The message's content: its text, or its blocks.
-enum Content<'py> {
+enum Content<'de, 'py> {
     Text(Bound<'py, PyAny>),
-    Blocks(Vec<BlockIn<'py>>),
+    Blocks(Vec<BlockIn<'de, 'py>>),
 }
 
-#[derive(Default)]
-struct MessageIn<'py> {
-    role: Option<Vec<u8>>,
-    content: Option<Content<'py>>,
+struct MessageIn<'de, 'py> {
+    role: Option<Cow<'de, str>>,
+    content: Option<Content<'de, 'py>>,
     tool_call_id: Option<Option<Bound<'py, PyAny>>>,
     residual: Option<Bound<'py, PyAny>>,
 }
 
-/// Sets a field read once (a key given twice is declined, as serde's reader did).
-fn once<T>(slot: &mut Option<T>, value: T) -> R<()> {
+struct EntryIn<'de, 'py> {
+    kind: Option<Cow<'de, str>>,
+    message: Option<MessageIn<'de, 'py>>,
+    /// Whether `custom_type` is the adapter's (`None`: no such key).
+    custom: Option<bool>,
+    data: Option<Bound<'py, PyAny>>,
+}
+
+/// Sets a field read once (a key given twice fails the line: `json.loads` keeps the last).
+fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
     if slot.is_some() {
-        return Err(Bad);
+        return Err(E::custom("a key given twice"));
     }
     *slot = Some(value);
     Ok(())
 }
 
-fn short_text(r: &mut Reader<'_, '_, '_>) -> R<Vec<u8>> {
-    let t = r.text()?;
-    Ok(r.bytes(&t).to_vec())
+/// A short string value (a type, a role), borrowed from the line when it has no escapes.
+fn short<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Cow<'de, str>, A::Error> {
+    Ok(map.next_value::<pyjson::Key<'de>>()?.0)
 }
 
-fn block_in<'py>(r: &mut Reader<'_, '_, 'py>, residual_key: &[u8]) -> R<BlockIn<'py>> {
-    let mut b = BlockIn::default();
-    r.open_object()?;
-    let mut first = true;
-    while let Some(k) = r.next_key(first)? {
-        first = false;
-        match key_of(r.bytes(&k), residual_key) {
-            Key::Type => once(&mut b.kind, short_text(r)?)?,
-            Key::Text => once(&mut b.text, r.opt_string()?)?,
-            Key::Thinking => once(&mut b.thinking, r.opt_string()?)?,
-            Key::Id => once(&mut b.id, r.opt_string()?)?,
-            Key::Name => once(&mut b.name, r.opt_string()?)?,
-            Key::Arguments => {
-                let span = r.skip(0)?;
-                once(&mut b.arguments, r.raw(span).to_vec())?;
-            }
-            _ => {
-                r.skip(0)?;
-            }
-        }
+/// Reads one content block.
+#[derive(Clone, Copy)]
+struct BlockSeed<'c, 'a, 'py>(&'c Cx<'a, 'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for BlockSeed<'_, '_, 'py> {
+    type Value = BlockIn<'de, 'py>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
     }
-    if b.kind.is_none() {
-        return Err(Bad);
-    }
-    Ok(b)
 }
 
-fn message_in<'py>(r: &mut Reader<'_, '_, 'py>, residual_key: &[u8]) -> R<MessageIn<'py>> {
-    let mut m = MessageIn::default();
-    r.open_object()?;
-    let mut first = true;
-    while let Some(k) = r.next_key(first)? {
-        first = false;
-        match key_of(r.bytes(&k), residual_key) {
-            Key::Role => once(&mut m.role, short_text(r)?)?,
-            Key::Content => {
-                let content = match r.peek()? {
-                    b'"' => Content::Text(r.string()?),
-                    b'[' => {
-                        let mut blocks = Vec::new();
-                        r.open_array()?;
-                        let mut first = true;
-                        while r.next_item(first)? {
-                            first = false;
-                            blocks.push(block_in(r, residual_key)?);
-                        }
-                        Content::Blocks(blocks)
-                    }
-                    _ => return Err(Bad),
-                };
-                once(&mut m.content, content)?;
-            }
-            Key::ToolCallId => once(&mut m.tool_call_id, r.opt_string()?)?,
-            Key::Residual => once(&mut m.residual, r.value(0)?)?,
-            // The usage every assistant line carries (the writer's own, all zero).
-            Key::Usage if r.skip_exactly(&USAGE[b"\"usage\":".len()..]) => {}
-            _ => {
-                r.skip(0)?;
+impl<'de, 'py> Visitor<'de> for BlockSeed<'_, '_, 'py> {
+    type Value = BlockIn<'de, 'py>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let cx = self.0;
+        let s = StrSeed { cx, nullable: true };
+        let (mut kind, mut text, mut thinking, mut id, mut name, mut arguments) =
+            (None, None, None, None, None, None);
+        while let Some(key) = map.next_key_seed(KeySeed(cx.residual_key))? {
+            match key {
+                Key::Type => once(&mut kind, short(&mut map)?)?,
+                Key::Text => once(&mut text, map.next_value_seed(s)?)?,
+                Key::Thinking => once(&mut thinking, map.next_value_seed(s)?)?,
+                Key::Id => once(&mut id, map.next_value_seed(s)?)?,
+                Key::Name => once(&mut name, map.next_value_seed(s)?)?,
+                Key::Arguments => once(&mut arguments, map.next_value::<&'de RawValue>()?)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
+        Ok(BlockIn {
+            kind: kind.ok_or_else(|| de::Error::missing_field("type"))?,
+            text,
+            thinking,
+            id,
+            name,
+            arguments,
+        })
     }
-    Ok(m)
+}
+
+/// Reads a message's content: a string, or a list of blocks.
+#[derive(Clone, Copy)]
+struct ContentSeed<'c, 'a, 'py>(&'c Cx<'a, 'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for ContentSeed<'_, '_, 'py> {
+    type Value = Content<'de, 'py>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for ContentSeed<'_, '_, 'py> {
+    type Value = Content<'de, 'py>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string or a list of blocks")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Content::Text(self.0.strings.borrow_mut().get(v).into_any()))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Content::Text(PyString::new(self.0.py, v).into_any()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+        while let Some(block) = seq.next_element_seed(BlockSeed(self.0))? {
+            blocks.push(block);
+        }
+        Ok(Content::Blocks(blocks))
+    }
+}
+
+/// Reads the entry's `message` object (`null` fails the line: only the entry can say).
+#[derive(Clone, Copy)]
+struct MessageSeed<'c, 'a, 'py>(&'c Cx<'a, 'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for MessageSeed<'_, '_, 'py> {
+    type Value = MessageIn<'de, 'py>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for MessageSeed<'_, '_, 'py> {
+    type Value = MessageIn<'de, 'py>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let cx = self.0;
+        let mut m = MessageIn {
+            role: None,
+            content: None,
+            tool_call_id: None,
+            residual: None,
+        };
+        while let Some(key) = map.next_key_seed(KeySeed(cx.residual_key))? {
+            match key {
+                Key::Role => once(&mut m.role, short(&mut map)?)?,
+                Key::Content => once(&mut m.content, map.next_value_seed(ContentSeed(cx))?)?,
+                Key::ToolCallId => {
+                    let s = StrSeed { cx, nullable: true };
+                    once(&mut m.tool_call_id, map.next_value_seed(s)?)?;
+                }
+                Key::Residual => once(&mut m.residual, map.next_value_seed(cx.any())?)?,
+                // Ids, times, provider, model, usage...: checked, built into nothing.
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// Whether a `custom_type` value is the string `self.0` (any other value is stepped over).
+#[derive(Clone, Copy)]
+struct IsStr<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for IsStr<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IsStr<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+}
+
+/// Reads an entry line: the fields [`known_of`] decides on.
+#[derive(Clone, Copy)]
+struct EntrySeed<'c, 'a, 'py> {
+    cx: &'c Cx<'a, 'py>,
+    custom_type: &'c str,
+}
+
+impl<'de, 'py> DeserializeSeed<'de> for EntrySeed<'_, '_, 'py> {
+    type Value = EntryIn<'de, 'py>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for EntrySeed<'_, '_, 'py> {
+    type Value = EntryIn<'de, 'py>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an entry")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let cx = self.cx;
+        let mut e = EntryIn {
+            kind: None,
+            message: None,
+            custom: None,
+            data: None,
+        };
+        while let Some(key) = map.next_key_seed(KeySeed(cx.residual_key))? {
+            // The message and the data are read only where the type (first in the lines
+            // sessiontree writes) does not rule them out.
+            let may = |want: &str| e.kind.as_deref().is_none_or(|k| k == want);
+            match key {
+                Key::Type => once(&mut e.kind, short(&mut map)?)?,
+                Key::Message if may("message") => {
+                    once(&mut e.message, map.next_value_seed(MessageSeed(cx))?)?;
+                }
+                Key::CustomType => {
+                    once(&mut e.custom, map.next_value_seed(IsStr(self.custom_type))?)?;
+                }
+                Key::Data if may("custom") => once(&mut e.data, map.next_value_seed(cx.any())?)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(e)
+    }
 }
 
 /// `{**rest, key: value}` of a freshly parsed `rest` (changed in place: it is ours).
@@ -617,7 +1002,7 @@ fn field<'a, 'py>(
 /// The rest of a residual's blocks (`_blocks_from_dicts`) for text blocks only.
 fn text_blocks<'py>(
     py: Python<'py>,
-    blocks: &[BlockIn<'py>],
+    blocks: &[BlockIn<'_, 'py>],
     rest: &Bound<'py, PyAny>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let rest = rest.cast_exact::<PyList>().map_err(|_| Decline)?;
@@ -627,7 +1012,7 @@ fn text_blocks<'py>(
     let key = pyo3::intern!(py, "text");
     let mut out = Vec::with_capacity(blocks.len());
     for (b, r) in blocks.iter().zip(rest.iter()) {
-        if !b.is(b"text") {
+        if !b.is("text") {
             return Err(Decline);
         }
         out.push(with(&r, key, field(&b.text)?)?);
@@ -638,7 +1023,7 @@ fn text_blocks<'py>(
 /// The item a mapped message line stands for (`_item_from_message_dict`).
 fn item_of<'py>(
     py: Python<'py>,
-    m: MessageIn<'py>,
+    m: MessageIn<'_, 'py>,
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let residual = m.residual.ok_or(Decline)?;
@@ -653,14 +1038,14 @@ fn item_of<'py>(
     let k_content = pyo3::intern!(py, "content");
     let k_text = pyo3::intern!(py, "text");
     match m.role.as_deref().ok_or(Decline)? {
-        b"user" => match (rest_of(k_content)?, content) {
+        "user" => match (rest_of(k_content)?, content) {
             (None, Content::Text(t)) => item.set_item(k_content, t)?,
             (Some(rest), Content::Blocks(blocks)) => {
                 item.set_item(k_content, text_blocks(py, &blocks, &rest)?)?;
             }
             _ => return Err(Decline),
         },
-        b"tool_result" => {
+        "tool_result" => {
             let Content::Blocks(blocks) = content else {
                 return Err(Decline);
             };
@@ -669,13 +1054,13 @@ fn item_of<'py>(
             let k_output = pyo3::intern!(py, "output");
             match rest_of(k_output)? {
                 None => {
-                    let mut texts = blocks.iter().filter(|b| b.is(b"text"));
+                    let mut texts = blocks.iter().filter(|b| b.is("text"));
                     match (texts.next(), texts.next()) {
                         (None, _) => item.set_item(k_output, "")?,
                         (Some(one), None) => item.set_item(k_output, field(&one.text)?)?,
                         _ => {
                             let mut joined = String::new();
-                            for b in blocks.iter().filter(|b| b.is(b"text")) {
+                            for b in blocks.iter().filter(|b| b.is("text")) {
                                 joined.push_str(text(field(&b.text)?)?);
                             }
                             item.set_item(k_output, joined)?;
@@ -685,7 +1070,7 @@ fn item_of<'py>(
                 Some(rest) => item.set_item(k_output, text_blocks(py, &blocks, &rest)?)?,
             }
         }
-        b"assistant" => {
+        "assistant" => {
             let Content::Blocks(blocks) = content else {
                 return Err(Decline);
             };
@@ -699,7 +1084,7 @@ fn item_of<'py>(
                     let [call] = blocks.as_slice() else {
                         return Err(Decline);
                     };
-                    if !call.is(b"tool_call") {
+                    if !call.is("tool_call") {
                         return Err(Decline);
                     }
                     let k_args = pyo3::intern!(py, "arguments");
@@ -721,9 +1106,9 @@ fn item_of<'py>(
                     item.set_item(pyo3::intern!(py, "name"), name)?;
                     names.set_item(call_id, name)?;
                     if let Some(compact) = compact {
-                        let raw = call.arguments.as_deref().ok_or(Decline)?;
+                        let raw = call.arguments.ok_or(Decline)?.get();
                         let args: serde_json::Value =
-                            serde_json::from_slice(raw).map_err(|_| Decline)?;
+                            serde_json::from_str(raw).map_err(|_| Decline)?;
                         let mut out = Vec::new();
                         python_dumps(&mut out, &args, compact).ok_or(Decline)?;
                         let out = String::from_utf8(out).map_err(|_| Decline)?;
@@ -740,7 +1125,7 @@ fn item_of<'py>(
                     }
                     let mut out = Vec::with_capacity(blocks.len());
                     for (b, r) in blocks.iter().zip(rest.iter()) {
-                        if b.is(b"thinking") {
+                        if b.is("thinking") {
                             out.push(with(&r, k_text, field(&b.thinking)?)?);
                         }
                     }
@@ -749,7 +1134,7 @@ fn item_of<'py>(
                 _ => {
                     let texts: Vec<&Bound<'py, PyAny>> = blocks
                         .iter()
-                        .filter(|b| b.is(b"text"))
+                        .filter(|b| b.is("text"))
                         .map(|b| field(&b.text))
                         .collect::<Result<_, _>>()?;
                     match rest_of(k_content)? {
@@ -782,62 +1167,41 @@ fn item_of<'py>(
 }
 
 /// What one line is for the adapter's view (`_items_from_line`): `(code, items)`, or
-/// `None` where only the entry object can say. One pass over the line: the strings the
-/// items hold become Python strings straight from it, the entry's other fields (ids,
-/// usage, provider...) are only stepped over.
+/// `Decline` where only the entry object can say, or where the line is not certainly read
+/// as `json.loads` reads it (malformed, a lone surrogate or a wide integer in what the
+/// items hold, a read key given twice, nesting deeper than serde_json's limit). One pass
+/// of serde_json over the line (see the section's comment).
 fn known_of<'py>(
-    r: &mut Reader<'_, '_, 'py>,
-    custom_type: &[u8],
-    residual_key: &[u8],
+    cx: &Cx<'_, 'py>,
+    line: &[u8],
+    custom_type: &str,
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
-    let py = r.py;
-    let mut kind: Option<Vec<u8>> = None;
-    let mut message: Option<MessageIn<'py>> = None;
-    let mut custom: Option<Option<Vec<u8>>> = None;
-    let mut data: Option<Bound<'py, PyAny>> = None;
-    r.open_object()?;
-    let mut first = true;
-    while let Some(k) = r.next_key(first)? {
-        first = false;
-        // The message and the data are read only where the type (first in the lines
-        // sessiontree writes) does not rule them out.
-        let may = |want: &[u8]| kind.as_deref().is_none_or(|k| k == want);
-        match key_of(r.bytes(&k), residual_key) {
-            Key::Type => once(&mut kind, short_text(r)?)?,
-            Key::Message if may(b"message") => {
-                if r.peek()? == b'n' {
-                    r.skip(0)?;
-                    return Err(Decline);
-                }
-                once(&mut message, message_in(r, residual_key)?)?;
-            }
-            Key::CustomType => {
-                let value = if r.peek()? == b'"' {
-                    Some(short_text(r)?)
-                } else {
-                    r.skip(0)?;
-                    None
-                };
-                once(&mut custom, value)?;
-            }
-            Key::Data if may(b"custom") => once(&mut data, r.value(0)?)?,
-            _ => {
-                r.skip(0)?;
-            }
-        }
+    let py = cx.py;
+    // One UTF-8 check for the whole line; serde_json's `from_str` then checks no string.
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
+    cx.inexact.set(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let entry = EntrySeed { cx, custom_type }
+        .deserialize(&mut de)
+        .and_then(|e| de.end().map(|()| e))
+        .map_err(|_| Decline)?;
+    if cx.inexact.get() {
+        return Err(Decline);
     }
-    r.end()?;
-    let (code, items) = match kind.as_deref().ok_or(Decline)? {
-        b"message" => (ITEM, vec![item_of(py, message.ok_or(Decline)?, names)?]),
-        b"custom" if custom.flatten().as_deref() == Some(custom_type) => {
-            let data = data.ok_or(Decline)?;
+    let (code, items) = match entry.kind.as_deref().ok_or(Decline)? {
+        "message" => (
+            ITEM,
+            vec![item_of(py, entry.message.ok_or(Decline)?, names)?],
+        ),
+        "custom" if entry.custom == Some(true) => {
+            let data = entry.data.ok_or(Decline)?;
             if let Ok(d) = data.cast_exact::<PyDict>() {
                 learn(d, names)?;
             }
             (ITEM, vec![data])
         }
-        b"compaction" => (COMPACTION, Vec::new()),
+        "compaction" => (COMPACTION, Vec::new()),
         _ => (OTHER, Vec::new()),
     };
     Ok((code, PyList::new(py, items)?)
@@ -849,7 +1213,7 @@ fn known_of<'py>(
 /// item entry (a message the adapter mapped, or a custom entry of `custom_type`), `(2, [])`
 /// for a compaction, `(0, [])` for any other entry, or `None` where the adapter's Python
 /// path must say (a message it did not map, a shape this reader does not vouch for). The
-/// same items `_items_from_line` gives, built straight from the line (`pyread.rs`);
+/// same items `_items_from_line` gives, built straight from the line (serde_json, one pass);
 /// `names` (call id -> tool name) learns the name of every function call read.
 #[pyfunction]
 pub fn openai_items_of_lines<'py>(
@@ -859,21 +1223,11 @@ pub fn openai_items_of_lines<'py>(
     residual_key: &str,
     names: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut cache = StrCache::new();
-    let mut scratch = Vec::new();
+    let cx = Cx::new(py, residual_key);
     let mut out = Vec::with_capacity(lines.len());
     for line in lines.iter() {
         let line = line.cast::<PyBytes>()?;
-        let found = Reader::new(py, line.as_bytes(), &mut cache, &mut scratch)
-            .map_err(Decline::from)
-            .and_then(|mut r| {
-                known_of(
-                    &mut r,
-                    custom_type.as_bytes(),
-                    residual_key.as_bytes(),
-                    names,
-                )
-            });
+        let found = known_of(&cx, line.as_bytes(), custom_type, names);
         out.push(match found {
             Ok(found) => found,
             Err(Decline) => py.None().into_bound(py),
@@ -910,8 +1264,7 @@ pub fn openai_read_known<'py>(
     // The collector stays off while the engine's lock is held: a collection could run
     // finalizers (any Python code) that reach for the same engine.
     let _paused = super::copy::GcPaused::new();
-    let mut cache = StrCache::new();
-    let mut scratch = Vec::new();
+    let cx = Cx::new(py, residual_key);
     let mut size = 0u64;
     let mut left = Vec::new();
     let mut last = None;
@@ -919,16 +1272,7 @@ pub fn openai_read_known<'py>(
     let mut count = view.as_ref().map_or(0, |v| v.2.len());
     engine.get().each_line(py, &idxs, |entry_id, line| {
         size += line.len() as u64;
-        let found = Reader::new(py, line, &mut cache, &mut scratch)
-            .map_err(Decline::from)
-            .and_then(|mut r| {
-                known_of(
-                    &mut r,
-                    custom_type.as_bytes(),
-                    residual_key.as_bytes(),
-                    names,
-                )
-            });
+        let found = known_of(&cx, line, custom_type, names);
         match found {
             Ok(found) => {
                 let entry_id = PyString::new(py, entry_id);

@@ -15,7 +15,6 @@ mod engine;
 mod errors;
 mod items;
 mod pyjson;
-mod pyread;
 mod search;
 mod shared;
 mod slots;
