@@ -440,7 +440,8 @@ pub fn openai_item_lines<'py>(
 // it needs as serde hands them over and steps over the rest (`IgnoredAny`: checked, built
 // into nothing). Strings the items hold become Python strings straight from the line's
 // bytes (serde borrows them when they have no escapes); the item kept beside the message
-// and a custom entry's data are built by `pyjson::Seed`, as `json.loads` builds them.
+// and a custom entry's data are built by [`Free`] (`pyjson::Seed`'s rules, with the read's
+// short strings shared), as `json.loads` builds them.
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -522,7 +523,7 @@ impl<'py> Strings<'py> {
 struct Cx<'a, 'py> {
     py: Python<'py>,
     strings: RefCell<Strings<'py>>,
-    /// Set by `pyjson::Seed` when a number may have been an integer wider than 64 bits
+    /// Set by [`Free`] when a number may have been an integer wider than 64 bits
     /// (the line is then the Python path's: only Python's parser keeps it exact).
     inexact: Cell<bool>,
     residual_key: &'a str,
@@ -684,12 +685,9 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
 }
 
 /// A string value as a Python str (short ones shared through [`Strings`]), or `null` as
-/// `None` when `nullable`; anything else fails the line.
+/// `None`; anything else fails the line.
 #[derive(Clone, Copy)]
-struct StrSeed<'c, 'a, 'py> {
-    cx: &'c Cx<'a, 'py>,
-    nullable: bool,
-}
+struct StrSeed<'c, 'a, 'py>(&'c Cx<'a, 'py>);
 
 impl<'de, 'py> DeserializeSeed<'de> for StrSeed<'_, '_, 'py> {
     type Value = Option<Bound<'py, PyAny>>;
@@ -704,18 +702,14 @@ impl<'de, 'py> Visitor<'de> for StrSeed<'_, '_, 'py> {
         f.write_str("a string")
     }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Some(self.cx.strings.borrow_mut().get(v).into_any()))
+        Ok(Some(self.0.strings.borrow_mut().get(v).into_any()))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         // Undone escapes (serde's scratch buffer): a string of its own.
-        Ok(Some(PyString::new(self.cx.py, v).into_any()))
+        Ok(Some(PyString::new(self.0.py, v).into_any()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        if self.nullable {
-            Ok(None)
-        } else {
-            Err(E::invalid_type(de::Unexpected::Unit, &self))
-        }
+        Ok(None)
     }
 }
 
@@ -788,7 +782,7 @@ impl<'de, 'py> Visitor<'de> for BlockSeed<'_, '_, 'py> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let cx = self.0;
-        let s = StrSeed { cx, nullable: true };
+        let s = StrSeed(cx);
         let (mut kind, mut text, mut thinking, mut id, mut name, mut arguments) =
             (None, None, None, None, None, None);
         while let Some(key) = map.next_key_seed(KeySeed(cx.residual_key))? {
@@ -875,7 +869,7 @@ impl<'de, 'py> Visitor<'de> for MessageSeed<'_, '_, 'py> {
                 Key::Role => once(&mut m.role, short(&mut map)?)?,
                 Key::Content => once(&mut m.content, map.next_value_seed(ContentSeed(cx))?)?,
                 Key::ToolCallId => {
-                    let s = StrSeed { cx, nullable: true };
+                    let s = StrSeed(cx);
                     once(&mut m.tool_call_id, map.next_value_seed(s)?)?;
                 }
                 Key::Residual => once(&mut m.residual, map.next_value_seed(cx.any())?)?,
