@@ -31,6 +31,8 @@ __all__ = [
     "json_loads",
     "openai_item_lines",
     "openai_items_of_lines",
+    "openai_read_known",
+    "openai_view_extend",
     "pi_name",
     "reparent_line",
     "search_branch_members",
@@ -313,6 +315,32 @@ def openai_items_of_lines(
     ``(1, [item])`` for an item entry, ``(2, [])`` for a compaction, ``(0, [])`` for
     any other entry, or ``None`` where the adapter's Python path must read it; ``names``
     learns the tool name of each function call read."""
+
+def openai_read_known(
+    engine: Engine,
+    idxs: list[int],
+    custom_type: str,
+    residual_key: str,
+    names: dict[str, str],
+    known: dict[str, tuple[int, list[Any]]],
+    view: tuple[list[str], list[int], list[Any], list[int]] | None = None,
+) -> tuple[int, list[int], int | None]:
+    """The OpenAI adapter's first read (``rust/py/items.rs``): each entry of ``idxs``
+    read by ``engine`` and converted as :func:`openai_items_of_lines` converts its line
+    (no ``bytes`` per line) into ``known[its id]``, the view's lists (ids, codes, items,
+    ends) extended on the way when given; returns the bytes read, the positions of the
+    lines left to the adapter's Python path, and the position of the last compaction."""
+
+def openai_view_extend(
+    ids: list[str],
+    known: dict[str, tuple[int, list[Any]]],
+    codes: list[int],
+    items: list[Any],
+    ends: list[int],
+) -> int | None:
+    """The OpenAI adapter's view extended by the entries ``ids`` (``rust/py/items.rs``):
+    each one's code to ``codes``, its items to ``items``, the count of ``items`` after it
+    to ``ends``; the position in ``ids`` of the last compaction, if any."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

@@ -125,10 +125,10 @@ unsafe fn too_deep() -> *mut ffi::PyObject {
 /// dropped: a copy makes only acyclic objects, and the collector's passes over the
 /// hundreds of thousands it makes (each pass walking every older object too) would cost
 /// several times the copy.
-struct GcPaused(bool);
+pub(crate) struct GcPaused(bool);
 
 impl GcPaused {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // SAFETY: called with the GIL held (a `Python` token is alive in the callers).
         Self(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
     }

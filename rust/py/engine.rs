@@ -204,6 +204,26 @@ impl PyEngine {
     fn check(store: &Store, py: Python<'_>) -> PyResult<()> {
         store.check_open().map_err(|e| to_py_err(py, e))
     }
+
+    /// `f` on the id and raw line of each entry of `idxs`, in order, as `lines` reads
+    /// them but with no `bytes` object per line: for the adapters' bulk readers
+    /// (`items.rs`), which build their objects straight from the line.
+    pub(crate) fn each_line(
+        &self,
+        py: Python<'_>,
+        idxs: &[u32],
+        mut f: impl FnMut(&str, &[u8]) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let store = self.store.lock(py)?;
+        Self::check(&store, py)?;
+        Self::check_idxs(&store, idxs)?;
+        let arena = store.arena();
+        store
+            .for_each_line(idxs, |i, line| -> Result<(), LineFailure> {
+                Ok(f(arena.id(i), line)?)
+            })
+            .map_err(|e| e.into_py(py))
+    }
 }
 
 #[pymethods]

@@ -66,6 +66,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy::copy_json_items, m)?)?;
     m.add_function(wrap_pyfunction!(items::openai_item_lines, m)?)?;
     m.add_function(wrap_pyfunction!(items::openai_items_of_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(items::openai_read_known, m)?)?;
+    m.add_function(wrap_pyfunction!(items::openai_view_extend, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;

@@ -19,7 +19,7 @@ pub struct Seed<'py, 'f> {
 }
 
 /// The smallest magnitude at which an integral `f64` may stand for a wider integer.
-const WIDE_INT: f64 = 9.223_372_036_854_775e18;
+pub(crate) const WIDE_INT: f64 = 9.223_372_036_854_775e18;
 
 pub fn py_err<E: de::Error>(e: PyErr) -> E {
     E::custom(e.to_string())

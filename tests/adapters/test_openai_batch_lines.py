@@ -196,3 +196,36 @@ def test_a_failing_batch_write_leaves_the_file_as_it_was(tmp_path: Path) -> None
         await session.close()
 
     run(main())
+
+
+def test_a_batch_whose_new_id_is_taken_goes_the_python_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's ids are drawn at random and checked by the engine as the batch is
+    written: should one be taken in the session already, nothing is written and the
+    batch is appended the item-by-item way, with fresh ids, all of it."""
+    from sessiontree.adapters import openai_agents
+
+    items = [{"role": "user", "content": f"m{k}"} for k in range(40)]
+
+    async def main() -> tuple[list[Any], list[Any], int]:
+        repo = st.AsyncSessionRepo(st.JsonlSessionRepo(tmp_path))
+        async with await OpenAIAgentsSession.open(repo, "s") as session:
+            await session.add_items(items[:1])
+            sync_session = session.session.session
+            taken = sync_session.get_leaf_id()
+            drawn = openai_agents._batch_ids
+            monkeypatch.setattr(
+                openai_agents, "_batch_ids", lambda count: [*drawn(count - 1), taken]
+            )
+            await session.add_items(items[1:])
+            got = await session.get_items()
+            entries = len(sync_session.get_branch())
+        set_kept_bytes(set_kept_bytes(0))
+        async with await OpenAIAgentsSession.open(repo, "s") as session:
+            return got, await session.get_items(), entries
+
+    got, again, entries = run(main())
+    _same(got, items)
+    _same(again, items)
+    assert entries == len(items)

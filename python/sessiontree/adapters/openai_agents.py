@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from .. import _core
 from .._util import now_iso, now_ms, uuid7
-from ..errors import ClosedError, InvalidArgumentError, SessionError
+from ..errors import ClosedError, DuplicateIdError, InvalidArgumentError, SessionError
 from ..model.entries import CompactionEntry, CustomEntry, MessageEntry, SessionTreeEntry
 from ..model.messages import (
     AgentMessage,
@@ -799,25 +799,27 @@ class _View:
         if code == _COMPACTION:
             self.floor = at
 
-    def push_all(self, ids: list[str], known: list[tuple[int, list[Any]]]) -> None:
-        """:meth:`push` of every entry of ``ids`` (their codes and items in ``known``)."""
+    def push_all(self, ids: list[str], known: dict[str, tuple[int, list[Any]]]) -> None:
+        """:meth:`push` of every entry of ``ids`` (their codes and items in ``known``),
+        the loop in Rust."""
         if not ids:
             return
         start = len(self.ids)
         self.ids.extend(ids)
         self.pos.update(zip(ids, range(start, start + len(ids)), strict=True))
-        codes = [code for code, _ in known]
-        self.codes.extend(codes)
-        items_out = self.items
-        ends = self.ends
-        for _, items in known:
-            if len(items) == 1:
-                items_out.append(items[0])
-            elif items:
-                items_out.extend(items)
-            ends.append(len(items_out))
-        if _COMPACTION in codes:
-            self.floor = start + len(codes) - 1 - codes[::-1].index(_COMPACTION)
+        last = _core.openai_view_extend(ids, known, self.codes, self.items, self.ends)
+        if last is not None:
+            self.floor = start + last
+
+    def push_items(self, ids: list[str], items: list[Any]) -> None:
+        """:meth:`push` of item entries ``ids``, one item of ``items`` each."""
+        start = len(self.ids)
+        self.ids.extend(ids)
+        self.pos.update(zip(ids, range(start, start + len(ids)), strict=True))
+        self.codes.extend([_ITEM] * len(ids))
+        count = len(self.items)
+        self.items.extend(items)
+        self.ends.extend(range(count + 1, count + len(items) + 1))
 
     def truncate(self, keep: int) -> None:
         """Keeps the first ``keep`` entries."""
@@ -1147,6 +1149,11 @@ class OpenAIAgentsSession:
     def _copies(self, items: list[Any]) -> list[Any]:
         if self._shared_items:
             return items  # already a new list (a slice of the view's)
+        if len(items) > _INLINE_ITEMS:
+            # Many new dicts and lists: moved past the young collections after (paused_gc),
+            # which would otherwise scan them all at the next allocation.
+            with paused_gc():
+                return _copy_items(items)
         return _copy_items(items)
 
     # -- the view of the current branch --------------------------------------------------
@@ -1210,11 +1217,15 @@ class OpenAIAgentsSession:
         known = self._known
         if engine is not None:
             idxs = engine.path_indices(leaf, True)
+            if idxs and not known and self._read_first(storage, idxs):
+                view.leaf = leaf
+                view.ok = True
+                return
             ids = [engine.id_of(i) for i in idxs]
             missing = [k for k, entry_id in enumerate(ids) if entry_id not in known]
             if missing:
                 self._read_lines(storage, [ids[k] for k in missing], [idxs[k] for k in missing])
-            view.push_all(ids, [known[entry_id] for entry_id in ids])
+            view.push_all(ids, known)
         else:
             for entry in session.get_branch():
                 code, items = self._known_entry(entry)
@@ -1242,24 +1253,55 @@ class OpenAIAgentsSession:
             self._read_lines_now(storage, ids, idxs)
 
     def _read_lines_now(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
+        engine = storage._engine
+        # In one pass in Rust: each line read by the engine and converted straight to its
+        # items (no bytes object per line, no intermediate tree).
+        size, left, _ = _core.openai_read_known(
+            engine, idxs, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, self._tool_names, self._known
+        )
+        if self._kept is not None:
+            self._kept.size += size
+        if left:
+            self._read_left(storage, [ids[k] for k in left], [idxs[k] for k in left])
+
+    def _read_first(self, storage: Any, idxs: list[int]) -> bool:
+        """The first read of a session (nothing of it known): its entries ``idxs`` (the
+        branch) read into ``_known`` and the view built from them in the same pass.
+        False when lines were left to the Python path (read into ``_known`` too; the view
+        is then the caller's to build)."""
+        view = self._view
+        engine = storage._engine
+        with paused_gc():
+            size, left, last = _core.openai_read_known(
+                engine,
+                idxs,
+                ITEM_CUSTOM_TYPE,
+                RESIDUAL_KEY,
+                self._tool_names,
+                self._known,
+                (view.ids, view.codes, view.items, view.ends),
+            )
+            if self._kept is not None:
+                self._kept.size += size
+            if left:
+                view.reset()
+                self._read_left(
+                    storage, [engine.id_of(idxs[k]) for k in left], [idxs[k] for k in left]
+                )
+                return False
+            view.pos.update(zip(view.ids, range(len(view.ids)), strict=True))
+            if last is not None:
+                view.floor = last
+        return True
+
+    def _read_left(self, storage: Any, ids: list[str], idxs: list[int]) -> None:
+        """Reads into ``_known`` the entries the Rust reader left: each line parsed, then
+        its entry object where the dict cannot say."""
         known = self._known
         names = self._tool_names
         loads = _core.json_loads
         from_line = _items_from_line
-        kept = self._kept
-        lines = storage._engine.lines(idxs)
-        if kept is not None:
-            kept.size += sum(map(len, lines))
-        # Straight from the lines to the items in Rust; a line it leaves (None) is read
-        # here as before: parsed, then its entry object where the dict cannot say.
-        fast = _core.openai_items_of_lines(lines, ITEM_CUSTOM_TYPE, RESIDUAL_KEY, names)
-        if None not in fast:
-            known.update(zip(ids, cast("list[tuple[int, list[Any]]]", fast), strict=True))
-            return
-        for entry_id, raw, found in zip(ids, lines, fast, strict=True):
-            if found is not None:
-                known[entry_id] = found  # its tool name learnt by the reader
-                continue
+        for entry_id, raw in zip(ids, storage._engine.lines(idxs), strict=True):
             line = loads(raw)
             made = from_line(line) if type(line) is dict else None
             if made is None:
@@ -1497,11 +1539,19 @@ class OpenAIAgentsSession:
         pristines: list[Any],
     ) -> None:
         storage: Any = session.storage  # an engine storage (_plan_lines)
-        engine = storage._engine
         leaf = storage.get_leaf_id()
-        if session._context_cache is not None or any(
-            engine.lookup(entry_id) is not None for entry_id in ids
-        ):
+        written = False
+        if session._context_cache is None:
+            if leaf is not None:
+                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
+            try:
+                # All or nothing: checked whole (an id taken refused before any byte is
+                # written), then one write.
+                storage._append_lines(lines)
+                written = True
+            except DuplicateIdError:
+                pass
+        if not written:
             planned, _ = self._plan(items)
             try:
                 ids = _append_planned(session, planned)
@@ -1511,10 +1561,6 @@ class OpenAIAgentsSession:
                         session.move_to(leaf)
                 raise
             pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
-        else:
-            if leaf is not None:
-                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
-            storage._append_lines(lines)  # all or nothing: checked whole, one write
         if self._kept is not None:
             self._kept.size += sum(map(len, lines))
         self._keep_appended(leaf, ids, pristines)
@@ -1523,13 +1569,10 @@ class OpenAIAgentsSession:
         """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
         and extends the view when it ended at ``leaf``."""
         view = self._view
-        extend = view.ok and view.leaf == leaf
-        for entry_id, pristine in zip(ids, pristines, strict=True):
-            found = (_ITEM, [pristine])
-            self._known[entry_id] = found
-            if extend:
-                view.push(entry_id, *found)
-        if extend:
+        found = [(_ITEM, [pristine]) for pristine in pristines]
+        self._known.update(zip(ids, found, strict=True))
+        if view.ok and view.leaf == leaf:
+            view.push_items(ids, pristines)
             view.leaf = ids[-1]
 
     def _check_fits(self, planned: list[_Planned], texts: list[str]) -> None:
