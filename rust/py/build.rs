@@ -266,6 +266,7 @@ impl<'py> Ctx<'py, '_> {
         pyjson::Seed {
             py: self.py,
             inexact: &self.inexact,
+            strings: pyjson::PLAIN,
         }
     }
 

@@ -16,6 +16,55 @@ pub struct Seed<'py, 'f> {
     /// Set when a number may have been an integer too large for 64 bits: serde_json
     /// reads those as `f64`, while Python's `json` keeps them exact.
     pub inexact: &'f Cell<bool>,
+    /// How its strings are made ([`PLAIN`]: each one anew, keys interned).
+    pub strings: &'f dyn Strings<'py>,
+}
+
+/// How a [`Seed`] makes its strings: a reader of many lines may share the short ones.
+pub trait Strings<'py> {
+    /// A string value; `borrowed` when it is the text's own bytes (it had no escapes).
+    fn value(&self, py: Python<'py>, s: &str, borrowed: bool) -> Bound<'py, PyAny>;
+    /// An object key (likewise).
+    fn key(&self, py: Python<'py>, s: &str, borrowed: bool) -> Bound<'py, PyString>;
+}
+
+/// Each string made anew; keys interned (they repeat on every line: "type", "id", ...,
+/// and interned they are shared and compare by pointer in the dict lookups that follow).
+pub struct Plain;
+
+/// The [`Strings`] of a plain [`Seed`].
+pub const PLAIN: &Plain = &Plain;
+
+impl<'py> Strings<'py> for Plain {
+    fn value(&self, py: Python<'py>, s: &str, _borrowed: bool) -> Bound<'py, PyAny> {
+        PyString::new(py, s).into_any()
+    }
+    fn key(&self, py: Python<'py>, s: &str, _borrowed: bool) -> Bound<'py, PyString> {
+        PyString::intern(py, s)
+    }
+}
+
+/// A key of an object a [`Seed`] reads, made by its [`Strings`].
+struct KeySeed<'py, 'f>(Python<'py>, &'f dyn Strings<'py>);
+
+impl<'de, 'py> DeserializeSeed<'de> for KeySeed<'py, '_> {
+    type Value = Bound<'py, PyString>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'py> Visitor<'de> for KeySeed<'py, '_> {
+    type Value = Bound<'py, PyString>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(self.1.key(self.0, v, true))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.1.key(self.0, v, false))
+    }
 }
 
 /// The smallest magnitude at which an integral `f64` may stand for a wider integer.
@@ -86,8 +135,12 @@ impl<'de, 'py> Visitor<'de> for Seed<'py, '_> {
         Ok(PyFloat::new(self.py, v).into_any())
     }
 
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(self.strings.value(self.py, v, true))
+    }
+
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(PyString::new(self.py, v).into_any())
+        Ok(self.strings.value(self.py, v, false))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -108,10 +161,7 @@ impl<'de, 'py> Visitor<'de> for Seed<'py, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let dict = PyDict::new(self.py);
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            // Keys repeat on every line ("type", "id", "role", ...): interned, they are
-            // shared and compare by pointer in the dict lookups that follow.
-            let key = PyString::intern(self.py, &key);
+        while let Some(key) = map.next_key_seed(KeySeed(self.py, self.strings))? {
             let value = map.next_value_seed(self)?;
             dict.set_item(key, value).map_err(py_err)?;
         }
@@ -129,6 +179,7 @@ pub fn loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let value = Seed {
         py,
         inexact: &inexact,
+        strings: PLAIN,
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v))
