@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 use crate::engine::dialect_names::{has_pi_values, native_key, native_value, PiValue};
 use crate::engine::model::{self, FieldKind, TypeDef};
-use crate::engine::types::{nests_deeper, Fields, Json, LineError, Part, Refusal};
+use crate::engine::types::{nests_deeper, Fields, Json, Key, LineError, Part, Refusal};
 
 /// How a line is read, and what reading it found besides its parts.
 pub(crate) struct Reading {
@@ -250,28 +250,6 @@ impl Reading {
                 raw
             }
         }
-    }
-}
-
-/// An object key, borrowed from the line when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 

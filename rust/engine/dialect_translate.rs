@@ -10,14 +10,14 @@
 
 use std::borrow::Cow;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::engine::dialect_names::{
     camel, camel_eq, message_defs, pi_exception, pi_key, Dialect, LEAF_MARKER, MIXED_IN_PI,
 };
 use crate::engine::model::{self, FieldKind, TypeDef};
-use crate::engine::types::{raw_str, LineError, FORMAT_VERSION};
+use crate::engine::types::{raw_str, Key, LineError, FORMAT_VERSION};
 
 /// Which way a line is translated.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -75,27 +75,6 @@ impl Val<'_> {
             Val::Obj(o) => o.len_hint(),
             Val::Arr(items) => items.iter().map(|v| v.len_hint() + 1).sum::<usize>() + 2,
         }
-    }
-}
-
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 

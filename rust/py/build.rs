@@ -28,7 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyMapping, PyString, PyTuple, PyType};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::pyjson::{self, Key};
+use super::pyjson;
 use super::slots::{self, class_named, setter, Alloc, Setter};
 use super::tree::NodeClass;
 use crate::engine::arena::{Kind, Role};
@@ -36,6 +36,7 @@ use crate::engine::line::MAX_ID_BYTES;
 use crate::engine::model::{
     self, DefaultValue, FieldDef, FieldKind, Presence, TypeDef, ENTRY_BASE,
 };
+use crate::engine::types::Key;
 
 /// Whether `def` is built here: every type of the model table but the entry base (an
 /// abstract class) and the header (read by `line::parse_header` and Python's reader).

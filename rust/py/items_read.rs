@@ -21,6 +21,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 
 use super::items::{learn, python_dumps, text, Decline};
 use super::pyjson;
+use crate::engine::types;
 
 /// What the adapter's view calls an entry (`_ITEM`, `_COMPACTION`, `_OTHER`).
 const ITEM: i64 = 1;
@@ -272,7 +273,7 @@ fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
 
 /// A short string value (a type, a role), borrowed from the line when it has no escapes.
 fn short<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Cow<'de, str>, A::Error> {
-    Ok(map.next_value::<pyjson::Key<'de>>()?.0)
+    Ok(map.next_value::<types::Key<'de>>()?.0)
 }
 
 /// Reads one content block.

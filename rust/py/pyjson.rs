@@ -1,7 +1,6 @@
 //! JSON text straight to Python objects (dict, list, str, int, float, bool, None), without
 //! an intermediate tree: what `json.loads` gives, at a fraction of its cost.
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
 
@@ -79,31 +78,6 @@ impl<'de, 'py> DeserializeSeed<'de> for Seed<'py, '_> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
-    }
-}
-
-/// An object key, borrowed from the line when it has no escapes.
-pub struct Key<'de>(pub Cow<'de, str>);
-
-impl<'de> serde::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
     }
 }
 

@@ -38,6 +38,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
+use crate::engine::types::Key;
+
 use super::count::escapes;
 
 /// A searched text of a line read in place.
@@ -268,28 +270,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
 
 /// The key serde_json's `Value` reads as a raw value's text, not as a key.
 const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
-
-/// An object key, borrowed from the line when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
 
 /// Reads a value's strings and numbers into the vector.
 struct Scalars<'v, 'a>(&'v mut Vec<Text<'a>>);
