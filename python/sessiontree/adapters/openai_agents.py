@@ -1528,42 +1528,32 @@ class OpenAIAgentsSession:
         Python path's way instead. The collector is paused throughout: a big batch's
         messages, lines and kept items are all acyclic."""
         with paused_gc():
-            self._write_lines_now(session, items, ids, lines, pristines)
-
-    def _write_lines_now(
-        self,
-        session: Session,
-        items: list[Any],
-        ids: list[str],
-        lines: list[bytes],
-        pristines: list[Any],
-    ) -> None:
-        storage: Any = session.storage  # an engine storage (_plan_lines)
-        leaf = storage.get_leaf_id()
-        written = False
-        if session._context_cache is None:
-            if leaf is not None:
-                lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
-            try:
-                # All or nothing: checked whole (an id taken refused before any byte is
-                # written), then one write.
-                storage._append_lines(lines)
-                written = True
-            except DuplicateIdError:
-                pass
-        if not written:
-            planned, _ = self._plan(items)
-            try:
-                ids = _append_planned(session, planned)
-            except BaseException:
-                if session.get_leaf_id() != leaf:
-                    with contextlib.suppress(Exception):
-                        session.move_to(leaf)
-                raise
-            pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
-        if self._kept is not None:
-            self._kept.size += sum(map(len, lines))
-        self._keep_appended(leaf, ids, pristines)
+            storage: Any = session.storage  # an engine storage (_plan_lines)
+            leaf = storage.get_leaf_id()
+            written = False
+            if session._context_cache is None:
+                if leaf is not None:
+                    lines = [_core.reparent_line(lines[0], leaf), *lines[1:]]
+                try:
+                    # All or nothing: checked whole (an id taken refused before any byte is
+                    # written), then one write.
+                    storage._append_lines(lines)
+                    written = True
+                except DuplicateIdError:
+                    pass
+            if not written:
+                planned, _ = self._plan(items)
+                try:
+                    ids = _append_planned(session, planned)
+                except BaseException:
+                    if session.get_leaf_id() != leaf:
+                        with contextlib.suppress(Exception):
+                            session.move_to(leaf)
+                    raise
+                pristines = [p if isinstance(t, AgentMessage) else t.item for t, p in planned]
+            if self._kept is not None:
+                self._kept.size += sum(map(len, lines))
+            self._keep_appended(leaf, ids, pristines)
 
     def _keep_appended(self, leaf: str | None, ids: list[str], pristines: list[Any]) -> None:
         """Keeps the items just appended (entries ``ids`` under ``leaf``) as converted,
