@@ -143,7 +143,14 @@ impl<'de, 'py> Visitor<'de> for Seed<'py, '_> {
     }
 }
 
-/// Parses one JSON text into a Python value.
+/// Parses one JSON text into a Python value, as `json.loads` parses it.
+///
+/// serde_json reads almost every text; the rare ones it reads otherwise than Python's
+/// `json` go to `json.loads` itself: a number that may be an integer wider than 64 bits
+/// (serde reads it as a float), and what serde refuses but `json.loads` reads — a lone
+/// surrogate escape (`"\ud800"`, which JavaScript's `JSON.stringify` writes), a number
+/// past a float's range (`1e400`, infinite) — or refuses too, with its own error (a
+/// `ValueError`).
 pub fn loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     // One UTF-8 check for the whole line, instead of one per string inside it.
     let text = simdutf8::basic::from_utf8(text)
@@ -156,11 +163,9 @@ pub fn loads<'py>(py: Python<'py>, text: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         strings: PLAIN,
     }
     .deserialize(&mut de)
-    .and_then(|v| de.end().map(|()| v))
-    .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("invalid JSON: {e}")))?;
-    if inexact.get() {
-        // Rare: let Python's own parser keep a wide integer exact.
-        return py.import("json")?.getattr("loads")?.call1((text,));
+    .and_then(|v| de.end().map(|()| v));
+    match value {
+        Ok(value) if !inexact.get() => Ok(value),
+        _ => py.import("json")?.getattr("loads")?.call1((text,)),
     }
-    Ok(value)
 }
