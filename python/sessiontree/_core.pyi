@@ -28,6 +28,7 @@ __all__ = [
     "convert_lines",
     "copy_json",
     "copy_json_items",
+    "custom_data_of_lines",
     "json_loads",
     "openai_item_lines",
     "openai_items_of_lines",
@@ -311,7 +312,7 @@ def openai_item_lines(
 def openai_items_of_lines(
     lines: list[bytes], custom_type: str, residual_key: str, names: dict[str, str]
 ) -> list[tuple[int, list[Any]] | None]:
-    """The OpenAI adapter's reader (``rust/py/items.rs``): for each entry line,
+    """The OpenAI adapter's reader (``rust/py/items_read.rs``): for each entry line,
     ``(1, [item])`` for an item entry, ``(2, [])`` for a compaction, ``(0, [])`` for
     any other entry, or ``None`` where the adapter's Python path must read it; ``names``
     learns the tool name of each function call read."""
@@ -325,7 +326,7 @@ def openai_read_known(
     known: dict[str, tuple[int, list[Any]]],
     view: tuple[list[str], list[int], list[Any], list[int]] | None = None,
 ) -> tuple[int, list[int], int | None]:
-    """The OpenAI adapter's first read (``rust/py/items.rs``): each entry of ``idxs``
+    """The OpenAI adapter's first read (``rust/py/items_read.rs``): each entry of ``idxs``
     read by ``engine`` and converted as :func:`openai_items_of_lines` converts its line
     (no ``bytes`` per line) into ``known[its id]``, the view's lists (ids, codes, items,
     ends) extended on the way when given; returns the bytes read, the positions of the
@@ -338,9 +339,16 @@ def openai_view_extend(
     items: list[Any],
     ends: list[int],
 ) -> int | None:
-    """The OpenAI adapter's view extended by the entries ``ids`` (``rust/py/items.rs``):
+    """The OpenAI adapter's view extended by the entries ``ids`` (``rust/py/items_read.rs``):
     each one's code to ``codes``, its items to ``items``, the count of ``items`` after it
     to ``ends``; the position in ``ids`` of the last compaction, if any."""
+
+def custom_data_of_lines(engine: Engine, idxs: list[int], custom_type: str) -> list[Any] | None:
+    """The Claude store's load (``rust/py/items_read.rs``): the ``data`` of each entry of
+    ``idxs`` that is a custom entry of ``custom_type``, in order, built straight from the
+    lines ``engine`` reads (as ``json.loads`` builds it); ``None`` when a line must be
+    read by the Python path (malformed, a key given twice, a wide integer, deep nesting, a
+    custom entry of that type without its data)."""
 
 def convert_lines(data: bytes, to: str) -> bytes:
     """A whole session document translated into dialect ``to`` (``"pi"`` or

@@ -1,5 +1,6 @@
-//! The OpenAI adapter's reader: sessiontree entry lines straight to the SDK's response
-//! items (plain dicts), the lines `items.rs` (and the adapter's Python path) write.
+//! The adapters' readers: sessiontree entry lines straight to the OpenAI SDK's response
+//! items (plain dicts), the lines `items.rs` (and the adapter's Python path) write; and
+//! straight to the data of custom entries of one type (the Claude store's transcript).
 //!
 //! Every byte of a line is parsed by serde_json, in one pass: a `DeserializeSeed` per level
 //! of the entry line (the entry object, its `message`, the content blocks) takes the keys
@@ -806,6 +807,64 @@ pub fn openai_read_known<'py>(
         Ok(())
     })?;
     Ok((size, left, last))
+}
+
+/// The `data` of each entry of `idxs` that is a custom entry of `custom_type`, in order,
+/// read by `engine` and built straight from its line (serde_json, one pass a line: the
+/// data as `json.loads` builds it, the rest of the line stepped over, no `bytes` object
+/// per line): the Claude store's load. `None` when a line is not certainly read as
+/// `json.loads` reads it (malformed, a key given twice, a wide integer, nesting past
+/// serde_json's limit) or is a custom entry of that type without its data: the caller's
+/// Python path then reads them all, and decides.
+#[pyfunction]
+pub fn custom_data_of_lines<'py>(
+    py: Python<'py>,
+    engine: &Bound<'py, super::engine::PyEngine>,
+    idxs: Vec<u32>,
+    custom_type: &str,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    // Off while the engine's lock is held, as in `openai_read_known`.
+    let _paused = super::copy::GcPaused::new();
+    // No message is read here, so no key is the residual's: "" only ever names a key the
+    // entry's visitor steps over.
+    let cx = Cx::new(py, "");
+    let out = PyList::empty(py);
+    let mut sure = true;
+    engine.get().each_line(py, &idxs, |_, line| {
+        if !sure {
+            return Ok(());
+        }
+        match data_of(&cx, line, custom_type) {
+            Ok(Some(data)) => out.append(data)?,
+            Ok(None) => {}
+            Err(Decline) => sure = false,
+        }
+        Ok(())
+    })?;
+    Ok(sure.then_some(out))
+}
+
+/// One line of [`custom_data_of_lines`]: its data, `None` for an entry of another kind or
+/// type, or `Decline`.
+fn data_of<'py>(
+    cx: &Cx<'_, 'py>,
+    line: &[u8],
+    custom_type: &str,
+) -> Result<Option<Bound<'py, PyAny>>, Decline> {
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
+    cx.inexact.set(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let entry = EntrySeed { cx, custom_type }
+        .deserialize(&mut de)
+        .and_then(|e| de.end().map(|()| e))
+        .map_err(|_| Decline)?;
+    if cx.inexact.get() {
+        return Err(Decline);
+    }
+    if entry.kind.as_deref() != Some("custom") || entry.custom != Some(true) {
+        return Ok(None);
+    }
+    entry.data.map(Some).ok_or(Decline)
 }
 
 /// The loop of the OpenAI adapter's `_View.push_all`: for each id of `ids`, its

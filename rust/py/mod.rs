@@ -69,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(items_read::openai_items_of_lines, m)?)?;
     m.add_function(wrap_pyfunction!(items_read::openai_read_known, m)?)?;
     m.add_function(wrap_pyfunction!(items_read::openai_view_extend, m)?)?;
+    m.add_function(wrap_pyfunction!(items_read::custom_data_of_lines, m)?)?;
     m.add_function(wrap_pyfunction!(build::_register_model, m)?)?;
     m.add_function(wrap_pyfunction!(encode::_register_writer, m)?)?;
     m.add_function(wrap_pyfunction!(encode::to_json, m)?)?;

@@ -256,18 +256,24 @@ def _plan_entries(
 
 def _load_entries(storage: SessionStorage) -> list[Any]:
     """The transcript's entries, each a new object: from the engine's lines when the
-    storage has them in the sessiontree dialect (one parse each, no entry object built),
-    else from the entries."""
+    storage has them in the sessiontree dialect (built in Rust straight from each line, no
+    entry object; a line the Rust reader is not sure of sends the whole load to a
+    ``json.loads``-like parse of each line), else from the entries."""
     from .. import _core
     from ..storage.engine import _EngineStorage
 
     if isinstance(storage, _EngineStorage):
         engine = storage._engine
         if engine.dialect[0] == "sessiontree":
+            customs = engine.select("custom", None, None, False)
+            with paused_gc():  # many acyclic objects: see paused_gc
+                found = _core.custom_data_of_lines(engine, customs, ENTRY_CUSTOM_TYPE)
+            if found is not None:
+                return found
             loads = _core.json_loads
             out = []
-            with paused_gc():  # many acyclic objects: see paused_gc
-                for raw in engine.lines(engine.select("custom", None, None, False)):
+            with paused_gc():
+                for raw in engine.lines(customs):
                     line = loads(raw)
                     if line.get("custom_type") == ENTRY_CUSTOM_TYPE:
                         out.append(line["data"])
