@@ -80,8 +80,7 @@ def st_resume(path: str | os.PathLike[str]) -> tuple[str | None, int, Any, Any]:
     """Writer open + the context of the leaf: what an agent does to continue a session.
 
     The session is returned open, as an agent continuing it keeps it (:func:`close_all`
-    closes it): closing a storage reads the lines of the entries it handed out unread,
-    so that they stay valid after close, which is a cost of closing, not of resuming.
+    closes it, untimed): closing is not part of resuming.
     """
     from sessiontree import JsonlSessionStorage, Session
 
