@@ -281,3 +281,33 @@ def test_a_first_read_of_a_session_gives_back_every_item(tmp_path: Path) -> None
 
     got = run(main())
     assert json.dumps(got) == json.dumps([*items, *items[:5]])
+
+
+def test_a_lone_surrogate_another_program_wrote_reads_as_json_loads_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A lone surrogate escape (which JavaScript's ``JSON.stringify`` writes) in what an
+    item holds: the Rust reader leaves the line, and the Python path reads it as
+    ``json.loads`` does (it raised ``ValueError`` from serde_json before)."""
+    repo = st.JsonlSessionRepo(tmp_path)
+    items = [
+        {"role": "user", "content": "hello"},
+        {"id": "rs_1", "summary": [{"text": "think", "type": "summary_text"}], "type": "reasoning"},
+    ]
+
+    async def write() -> None:
+        async with await OpenAIAgentsSession.open(repo, "s") as session:
+            await session.add_items(items)
+
+    async def read() -> list[Any]:
+        set_kept_bytes(set_kept_bytes(0))
+        async with await OpenAIAgentsSession.open(repo, "s") as session:
+            return await session.get_items()
+
+    run(write())
+    path = tmp_path / "s.jsonl"
+    text = path.read_text(encoding="utf-8")
+    marked = text.replace('"type":"reasoning"}', '"type":"reasoning","x":"\\ud800"}', 1)
+    assert marked != text
+    path.write_text(marked, encoding="utf-8")
+    assert run(read()) == [items[0], {**items[1], "x": "\ud800"}]
