@@ -673,6 +673,28 @@ fn item_of<'py>(
     Ok(item.into_any())
 }
 
+/// An entry line read by [`EntrySeed`], or `Decline` where it is not certainly read as
+/// `json.loads` reads it (not UTF-8, malformed, a read key given twice, a number that may
+/// have been an integer wider than 64 bits).
+fn read_entry<'de, 'py>(
+    cx: &Cx<'_, 'py>,
+    line: &'de [u8],
+    custom_type: &str,
+) -> Result<EntryIn<'de, 'py>, Decline> {
+    // One UTF-8 check for the whole line; serde_json's `from_str` then checks no string.
+    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
+    cx.inexact.set(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let entry = EntrySeed { cx, custom_type }
+        .deserialize(&mut de)
+        .and_then(|e| de.end().map(|()| e))
+        .map_err(|_| Decline)?;
+    if cx.inexact.get() {
+        return Err(Decline);
+    }
+    Ok(entry)
+}
+
 /// What one line is for the adapter's view (`_items_from_line`): `(code, items)`, or
 /// `Decline` where only the entry object can say, or where the line is not certainly read
 /// as `json.loads` reads it (malformed, a lone surrogate or a wide integer in what the
@@ -685,17 +707,7 @@ fn known_of<'py>(
     names: &Bound<'py, PyDict>,
 ) -> Result<Bound<'py, PyAny>, Decline> {
     let py = cx.py;
-    // One UTF-8 check for the whole line; serde_json's `from_str` then checks no string.
-    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
-    cx.inexact.set(false);
-    let mut de = serde_json::Deserializer::from_str(text);
-    let entry = EntrySeed { cx, custom_type }
-        .deserialize(&mut de)
-        .and_then(|e| de.end().map(|()| e))
-        .map_err(|_| Decline)?;
-    if cx.inexact.get() {
-        return Err(Decline);
-    }
+    let entry = read_entry(cx, line, custom_type)?;
     let (code, items) = match entry.kind.as_deref().ok_or(Decline)? {
         "message" => (
             ITEM,
@@ -851,16 +863,7 @@ fn data_of<'py>(
     line: &[u8],
     custom_type: &str,
 ) -> Result<Option<Bound<'py, PyAny>>, Decline> {
-    let text = simdutf8::basic::from_utf8(line).map_err(|_| Decline)?;
-    cx.inexact.set(false);
-    let mut de = serde_json::Deserializer::from_str(text);
-    let entry = EntrySeed { cx, custom_type }
-        .deserialize(&mut de)
-        .and_then(|e| de.end().map(|()| e))
-        .map_err(|_| Decline)?;
-    if cx.inexact.get() {
-        return Err(Decline);
-    }
+    let entry = read_entry(cx, line, custom_type)?;
     if entry.kind.as_deref() != Some("custom") || entry.custom != Some(true) {
         return Ok(None);
     }

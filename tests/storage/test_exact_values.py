@@ -10,6 +10,7 @@ import json
 import math
 import pathlib
 import random
+from collections.abc import Callable
 
 import sessiontree as st
 
@@ -26,15 +27,6 @@ FLOATS = [
     9.965147367961288e-29,
     *(_draw.uniform(-1e3, 1e3) * 10.0 ** _draw.randint(-300, 12) for _ in range(500)),
 ]
-
-HEADER = {
-    "type": "session",
-    "version": 3,
-    "id": "s",
-    "timestamp": "2026-01-01T00:00:00.000Z",
-    "cwd": "/",
-    "parent_session": None,
-}
 
 
 def test_floats_read_back_as_written(tmp_path: pathlib.Path) -> None:
@@ -63,15 +55,14 @@ def test_floats_read_back_as_written(tmp_path: pathlib.Path) -> None:
 
 
 def test_what_python_json_reads_in_a_free_form_value_reads_as_it_reads_it(
-    tmp_path: pathlib.Path,
+    write_session: Callable[..., pathlib.Path],
 ) -> None:
     data = '{"t": "\\ud800 alone", "big": 1e400, "f": 9.965147367961288e-29}'
     line = (
         '{"type":"custom","id":"e1","parent_id":null,'
-        '"timestamp":"2026-01-01T00:00:00.000Z","custom_type":"x","data":' + data + "}"
+        '"timestamp":"2026-01-01T00:00:00.000Z","custom_type":"x","data":' + data + "}\n"
     )
-    path = tmp_path / "s.jsonl"
-    path.write_text(json.dumps(HEADER) + "\n" + line + "\n", encoding="utf-8")
+    path = write_session(line.encode())
     with st.JsonlSessionStorage.open(path, readonly=True) as storage:
         assert storage.load_report.issues == ()
         entry = storage.get_entry("e1")
