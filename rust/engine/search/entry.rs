@@ -16,6 +16,80 @@ use serde_json::Value;
 use super::query::{Query, Term};
 use super::tokens::{tokenize, Tokens};
 
+/// Where an entry's searched texts are, by its `type`: the one statement of what is
+/// searched (with [`by_role`] and [`by_block`]), which both readings of a line follow
+/// (this module's decoding, and `inplace.rs`'s reading in place).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum ByType {
+    /// A message's fields, by its role ([`by_role`]).
+    Message,
+    /// The entry's `content`: a string, or blocks ([`by_block`]).
+    Content,
+    /// The entry's `summary`.
+    Summary,
+    /// The entry's `label`.
+    Label,
+    /// The entry's `name`.
+    Name,
+    /// No text.
+    Nothing,
+}
+
+/// What of an entry of type `entry_type` is searched.
+pub(super) fn by_type(entry_type: &str) -> ByType {
+    match entry_type {
+        "message" => ByType::Message,
+        "custom_message" => ByType::Content,
+        "compaction" | "branch_summary" => ByType::Summary,
+        "label" => ByType::Label,
+        "session_info" => ByType::Name,
+        _ => ByType::Nothing,
+    }
+}
+
+/// Where a message's searched texts are, by its `role`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum ByRole {
+    /// Its `summary` (a compaction's or a branch's summary message).
+    Summary,
+    /// Its `command` and `output` (pi's shell commands).
+    CommandOutput,
+    /// Its `content`: a string, or blocks ([`by_block`]).
+    Content,
+}
+
+/// What of a message of role `role` is searched.
+pub(super) fn by_role(role: &str) -> ByRole {
+    match role {
+        "compaction_summary" | "branch_summary" => ByRole::Summary,
+        "bash_execution" => ByRole::CommandOutput,
+        _ => ByRole::Content,
+    }
+}
+
+/// Where a content block's searched texts are, by its `type`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum ByBlock {
+    /// Its `text`.
+    Text,
+    /// Its `thinking`.
+    Thinking,
+    /// A tool call's `name`, and every string and number in its `arguments`.
+    NameArguments,
+    /// No text (images, unknown blocks).
+    Nothing,
+}
+
+/// What of a content block of type `block_type` is searched.
+pub(super) fn by_block(block_type: &str) -> ByBlock {
+    match block_type {
+        "text" => ByBlock::Text,
+        "thinking" => ByBlock::Thinking,
+        "tool_call" => ByBlock::NameArguments,
+        _ => ByBlock::Nothing,
+    }
+}
+
 /// The searchable facts of one entry line.
 #[derive(Debug)]
 pub struct EntryText<'a> {
@@ -294,10 +368,11 @@ fn push_content<'a>(out: &mut Vec<Cow<'a, str>>, content: Raw<'a>) {
         }
     };
     for f in blocks {
-        match string(f.ty).as_deref() {
-            Some("text") => push_str(out, f.text),
-            Some("thinking") => push_str(out, f.thinking),
-            Some("tool_call") => {
+        let Some(kind) = string(f.ty) else { continue };
+        match by_block(&kind) {
+            ByBlock::Text => push_str(out, f.text),
+            ByBlock::Thinking => push_str(out, f.thinking),
+            ByBlock::NameArguments => {
                 push_str(out, f.name);
                 if let Some(args) = f.arguments {
                     if let Ok(v) = serde_json::from_str::<Value>(args.get()) {
@@ -305,7 +380,7 @@ fn push_content<'a>(out: &mut Vec<Cow<'a, str>>, content: Raw<'a>) {
                     }
                 }
             }
-            _ => {}
+            ByBlock::Nothing => {}
         }
     }
 }
@@ -338,25 +413,25 @@ pub fn entry_text(line: &str) -> Option<EntryText<'_>> {
     let timestamp = string(f.timestamp).unwrap_or_default();
     let mut texts = Vec::new();
     let mut role = None;
-    match entry_type.as_str() {
-        "message" => {
+    match by_type(&entry_type) {
+        ByType::Message => {
             let m = f.message?;
             let r = string(m.role).unwrap_or_default();
-            match r.as_str() {
-                "compaction_summary" | "branch_summary" => push_str(&mut texts, m.summary),
-                "bash_execution" => {
+            match by_role(&r) {
+                ByRole::Summary => push_str(&mut texts, m.summary),
+                ByRole::CommandOutput => {
                     push_str(&mut texts, m.command);
                     push_str(&mut texts, m.output);
                 }
-                _ => push_content(&mut texts, m.content),
+                ByRole::Content => push_content(&mut texts, m.content),
             }
             role = Some(r);
         }
-        "custom_message" => push_content(&mut texts, f.content),
-        "compaction" | "branch_summary" => push_str(&mut texts, f.summary),
-        "label" => push_str(&mut texts, f.label),
-        "session_info" => push_str(&mut texts, f.name),
-        _ => {}
+        ByType::Content => push_content(&mut texts, f.content),
+        ByType::Summary => push_str(&mut texts, f.summary),
+        ByType::Label => push_str(&mut texts, f.label),
+        ByType::Name => push_str(&mut texts, f.name),
+        ByType::Nothing => {}
     }
     Some(EntryText {
         entry_type,

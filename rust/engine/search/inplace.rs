@@ -41,6 +41,7 @@ use serde_json::{Number, Value};
 use crate::engine::types::Key;
 
 use super::count::escapes;
+use super::entry::{by_block, by_role, by_type, ByBlock, ByRole, ByType};
 
 /// A searched text of a line read in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,24 +413,22 @@ impl<'a> Out<'_, 'a> {
             // Not a string: no text (a block the decoding cannot read has none either).
             _ => return Some(()),
         };
-        if !matches!(kind, "text" | "thinking" | "tool_call") {
-            return Some(());
-        }
-        let others = match kind {
-            "text" => {
+        let others = match by_block(kind) {
+            ByBlock::Text => {
                 self.push(b.text)?;
                 [b.thinking, b.name]
             }
-            "thinking" => {
+            ByBlock::Thinking => {
                 self.push(b.thinking)?;
                 [b.text, b.name]
             }
-            _ => {
+            ByBlock::NameArguments => {
                 self.push(b.name)?;
                 self.texts
                     .extend(b.arguments.map(|a| a.0).unwrap_or_default());
                 [b.text, b.thinking]
             }
+            ByBlock::Nothing => return Some(()),
         };
         // A block the decoding cannot read is skipped there: the same must hold here.
         (self.all_readable([b.role, b.summary, b.command, b.output]) && self.all_readable(others))
@@ -452,25 +451,25 @@ pub fn read<'a>(line: &'a str, texts: &mut Vec<Text<'a>>, unicode: bool) -> Opti
         None => "",
     };
     let mut role = None;
-    match entry_type {
-        "message" => {
+    match by_type(entry_type) {
+        ByType::Message => {
             let m = l.message?;
             let r = match m.role {
                 Some(r) => plain(r)?,
                 None => "",
             };
             role = Some(r);
-            let others = match r {
-                "compaction_summary" | "branch_summary" => {
+            let others = match by_role(r) {
+                ByRole::Summary => {
                     out.push(m.summary)?;
                     [m.command, m.output, None]
                 }
-                "bash_execution" => {
+                ByRole::CommandOutput => {
                     out.push(m.command)?;
                     out.push(m.output)?;
                     [m.summary, None, None]
                 }
-                _ => {
+                ByRole::Content => {
                     out.content(m.content)?;
                     [m.summary, m.command, m.output]
                 }
@@ -480,11 +479,11 @@ pub fn read<'a>(line: &'a str, texts: &mut Vec<Text<'a>>, unicode: bool) -> Opti
                 return None;
             }
         }
-        "custom_message" => out.content(l.content)?,
-        "compaction" | "branch_summary" => out.push(l.summary)?,
-        "label" => out.push(l.label)?,
-        "session_info" => out.push(l.name)?,
-        _ => {}
+        ByType::Content => out.content(l.content)?,
+        ByType::Summary => out.push(l.summary)?,
+        ByType::Label => out.push(l.label)?,
+        ByType::Name => out.push(l.name)?,
+        ByType::Nothing => {}
     }
     Some(Entry {
         entry_type,
