@@ -207,7 +207,7 @@ impl PyEngine {
 
     /// `f` on the id and raw line of each entry of `idxs`, in order, as `lines` reads
     /// them but with no `bytes` object per line: for the adapters' bulk readers
-    /// (`items.rs`), which build their objects straight from the line.
+    /// (`items_read.rs`), which build their objects straight from the line.
     pub(crate) fn each_line(
         &self,
         py: Python<'_>,

@@ -1,6 +1,6 @@
 """The OpenAI adapter's one-pass reader in Rust (issue 27, item 1: a first read at twice
 ``SQLiteSession``'s speed): each stored line becomes its items straight from the line's
-bytes, parsed once by serde_json (``rust/py/items.rs``). What a user must not be able to
+bytes, parsed once by serde_json (``rust/py/items_read.rs``). What a user must not be able to
 tell: a line it reads gives exactly the items the adapter's Python path gives (the same
 values, the same types, the same key order), and a line it is not sure of (a wide integer,
 a lone surrogate, a key given twice or deep nesting in what the items hold, a malformed
