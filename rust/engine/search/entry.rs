@@ -204,74 +204,50 @@ impl<'a> Str<'a> {
     }
 }
 
-/// The fields of an entry line the search reads (any other key is skipped).
+/// The fields of an entry line the search reads (any other key is skipped): one list for
+/// both readings of a line, this module's decoding and `inplace.rs`'s reading in place,
+/// which read each field as `T` (raw, or as text), the `message` as `M` and the `content`
+/// as `C`.
 #[derive(Deserialize)]
-struct LineFields<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Raw<'a>,
-    #[serde(borrow)]
-    id: Raw<'a>,
-    #[serde(borrow)]
-    timestamp: Raw<'a>,
-    #[serde(borrow)]
-    message: Raw<'a>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    summary: Raw<'a>,
-    #[serde(borrow)]
-    label: Raw<'a>,
-    #[serde(borrow)]
-    name: Raw<'a>,
+pub(super) struct LineOf<T, M, C> {
+    #[serde(rename = "type")]
+    pub(super) ty: Option<T>,
+    pub(super) id: Option<T>,
+    pub(super) timestamp: Option<T>,
+    pub(super) message: Option<M>,
+    pub(super) content: Option<C>,
+    pub(super) summary: Option<T>,
+    pub(super) label: Option<T>,
+    pub(super) name: Option<T>,
 }
+
+/// The fields of a message, and of a content block, the search reads: each as `T`, the
+/// `content` as `C` and a tool call's `arguments` as `A` (see [`LineOf`]).
+#[derive(Deserialize)]
+pub(super) struct MessageOf<T, C, A> {
+    #[serde(rename = "type")]
+    pub(super) ty: Option<T>,
+    pub(super) role: Option<T>,
+    pub(super) content: Option<C>,
+    pub(super) summary: Option<T>,
+    pub(super) command: Option<T>,
+    pub(super) output: Option<T>,
+    pub(super) text: Option<T>,
+    pub(super) thinking: Option<T>,
+    pub(super) name: Option<T>,
+    pub(super) arguments: Option<A>,
+}
+
+/// An entry line's fields, raw.
+type LineFields<'a> = LineOf<&'a RawValue, &'a RawValue, &'a RawValue>;
 
 /// [`LineFields`] with the message read in the same pass (one read of its bytes fewer).
 /// A line this does not read (a message that is not an object, a key written twice) is
 /// read again as [`LineFields`], whose reading decides.
-#[derive(Deserialize)]
-struct LineWithMessage<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Text<'a>,
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    timestamp: Text<'a>,
-    #[serde(borrow)]
-    message: Option<Fields<'a>>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    summary: Text<'a>,
-    #[serde(borrow)]
-    label: Text<'a>,
-    #[serde(borrow)]
-    name: Text<'a>,
-}
+type LineWithMessage<'a> = LineOf<Str<'a>, Fields<'a>, &'a RawValue>;
 
-/// The fields of a message (and of a content block) the search reads.
-#[derive(Deserialize)]
-struct Fields<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Text<'a>,
-    #[serde(borrow)]
-    role: Text<'a>,
-    #[serde(borrow)]
-    content: Raw<'a>,
-    #[serde(borrow)]
-    summary: Text<'a>,
-    #[serde(borrow)]
-    command: Text<'a>,
-    #[serde(borrow)]
-    output: Text<'a>,
-    #[serde(borrow)]
-    text: Text<'a>,
-    #[serde(borrow)]
-    thinking: Text<'a>,
-    #[serde(borrow)]
-    name: Text<'a>,
-    #[serde(borrow)]
-    arguments: Raw<'a>,
-}
+/// The fields of a message (and of a content block), as text.
+type Fields<'a> = MessageOf<Str<'a>, &'a RawValue, &'a RawValue>;
 
 /// The string a value holds (`None` for any other JSON value).
 fn string<'a>(v: impl AsText<'a>) -> Option<String> {

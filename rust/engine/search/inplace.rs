@@ -41,7 +41,7 @@ use serde_json::{Number, Value};
 use crate::engine::types::Key;
 
 use super::count::escapes;
-use super::entry::{by_block, by_role, by_type, ByBlock, ByRole, ByType};
+use super::entry::{by_block, by_role, by_type, ByBlock, ByRole, ByType, LineOf, MessageOf};
 
 /// A searched text of a line read in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,79 +78,15 @@ pub struct Entry<'a> {
 /// A value left as its raw JSON text.
 type Raw<'a> = Option<&'a RawValue>;
 
-/// The fields of an entry line the search reads (as `entry.rs`'s `LineWithMessage`).
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Raw<'a>,
-    #[serde(borrow)]
-    id: Raw<'a>,
-    #[serde(borrow)]
-    timestamp: Raw<'a>,
-    #[serde(borrow)]
-    message: Option<Message<'a>>,
-    #[serde(borrow)]
-    content: Option<Content<'a>>,
-    #[serde(borrow)]
-    summary: Raw<'a>,
-    #[serde(borrow)]
-    label: Raw<'a>,
-    #[serde(borrow)]
-    name: Raw<'a>,
-}
+/// The fields of an entry line the search reads (`entry.rs`'s list), raw, its message and
+/// content read in the same pass.
+type Line<'a> = LineOf<&'a RawValue, Message<'a>, Content<'a>>;
 
-/// A message's fields (`entry.rs`'s `Fields`, its content read in the same pass).
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Raw<'a>,
-    #[serde(borrow)]
-    role: Raw<'a>,
-    #[serde(borrow)]
-    content: Option<Content<'a>>,
-    #[serde(borrow)]
-    summary: Raw<'a>,
-    #[serde(borrow)]
-    command: Raw<'a>,
-    #[serde(borrow)]
-    output: Raw<'a>,
-    #[serde(borrow)]
-    text: Raw<'a>,
-    #[serde(borrow)]
-    thinking: Raw<'a>,
-    #[serde(borrow)]
-    name: Raw<'a>,
-    #[serde(borrow)]
-    #[allow(dead_code)] // read for its key's sake: written twice, the decoding refuses
-    arguments: Raw<'a>,
-}
+/// A message's fields, raw, its content read in the same pass.
+type Message<'a> = MessageOf<&'a RawValue, Content<'a>, &'a RawValue>;
 
-/// A content block's fields (`entry.rs`'s `Fields`, a tool call's arguments read in the
-/// same pass).
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Raw<'a>,
-    #[serde(borrow)]
-    role: Raw<'a>,
-    #[serde(borrow)]
-    #[allow(dead_code)] // as `Message::arguments`
-    content: Raw<'a>,
-    #[serde(borrow)]
-    summary: Raw<'a>,
-    #[serde(borrow)]
-    command: Raw<'a>,
-    #[serde(borrow)]
-    output: Raw<'a>,
-    #[serde(borrow)]
-    text: Raw<'a>,
-    #[serde(borrow)]
-    thinking: Raw<'a>,
-    #[serde(borrow)]
-    name: Raw<'a>,
-    #[serde(borrow)]
-    arguments: Option<Args<'a>>,
-}
+/// A content block's fields, raw, a tool call's arguments read in the same pass.
+type Block<'a> = MessageOf<&'a RawValue, &'a RawValue, Args<'a>>;
 
 /// A `content` value: a string, a list (its objects read as blocks), or anything else
 /// (no text).
