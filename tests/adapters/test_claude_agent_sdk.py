@@ -215,3 +215,32 @@ def test_a_small_append_to_an_open_transcript_is_written_without_a_thread_hop(
         await store.close()
 
     run(main())
+
+
+def test_sessions_written_one_after_another_list_in_that_order(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK sorts sessions by ``mtime``, merging ``list_sessions``' with the summaries'
+    (its own test ``test_mixed_sessions_gap_filled`` failed on a tie): appends within one
+    millisecond still stamp strictly later times, and a session's summary ``mtime`` is its
+    listed ``mtime``. The clock is held still to make every append fall in one millisecond."""
+    from sessiontree.adapters import claude_agent_sdk as adapter
+
+    frozen = adapter.now_ms()
+    monkeypatch.setattr(adapter, "now_ms", lambda: frozen)
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        store = _store(tmp_path)
+        for k in range(5):
+            key: Any = {"project_key": "/p", "session_id": f"s{k}"}
+            await store.append(key, [{"type": "user", "uuid": f"u{k}"}])
+        listed = await store.list_sessions("/p")
+        summaries = await store.list_session_summaries("/p")
+        await store.close()
+        return listed, summaries
+
+    listed, summaries = run(main())
+    mtimes = {row["session_id"]: row["mtime"] for row in listed}
+    in_order = [mtimes[f"s{k}"] for k in range(5)]
+    assert in_order == sorted(set(in_order)), in_order  # strictly later, write by write
+    assert {s["session_id"]: s["mtime"] for s in summaries} == mtimes

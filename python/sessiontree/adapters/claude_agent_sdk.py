@@ -39,9 +39,10 @@ any of it is written.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import check_text, iso_to_ms, now_iso, uuid7
+from .._util import check_text, iso_to_ms, ms_to_iso, now_ms, uuid7
 from ..errors import SessionError
 from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import (
@@ -192,6 +193,21 @@ def _append_entries(
             storage.append_entry(entry)
 
 
+_write_times = threading.Lock()
+_last_write_ms = 0
+
+
+def _write_time() -> str:
+    """The time an append stamps on its entries: now, or a millisecond after the previous
+    append's of this process where the clock has not moved on. Sessions written one after
+    another then list in that order, by ``list_sessions``' and the summaries' ``mtime``
+    alike (both read these stamps), as the SDK's in-memory store orders them by a counter."""
+    global _last_write_ms
+    with _write_times:
+        _last_write_ms = max(now_ms(), _last_write_ms + 1)
+        return ms_to_iso(_last_write_ms)
+
+
 def _plan_entries(
     storage: SessionStorage | None, entries: list[Any], key: SessionKey
 ) -> list[CustomEntry]:
@@ -206,6 +222,7 @@ def _plan_entries(
     def new_id() -> str:
         return uuid7() if storage is None else storage.create_entry_id()
 
+    stamp = _write_time()
     last = None if storage is None else storage.get_leaf_id()
     if last is not None:
         leaf = known(last)
@@ -229,7 +246,7 @@ def _plan_entries(
         entry = CustomEntry(
             id=uuid or new_id(),
             parent_id=parent,
-            timestamp=now_iso(),
+            timestamp=stamp,
             custom_type=ENTRY_CUSTOM_TYPE,
             data=data,
         )
@@ -246,7 +263,7 @@ def _plan_entries(
             CustomEntry(
                 id=new_id(),
                 parent_id=last,
-                timestamp=now_iso(),
+                timestamp=stamp,
                 custom_type=SUMMARY_CUSTOM_TYPE,
                 data={"session_id": folded["session_id"], "data": folded["data"]},
             )
