@@ -201,7 +201,8 @@ def _write_time() -> str:
     """The time an append stamps on its entries: now, or a millisecond after the previous
     append's of this process where the clock has not moved on. Sessions written one after
     another then list in that order, by ``list_sessions``' and the summaries' ``mtime``
-    alike (both read these stamps), as the SDK's in-memory store orders them by a counter."""
+    alike (both read these stamps): the rule of the SDK's ``InMemorySessionStore``, whose
+    appends take ``max(now, previous + 1)`` milliseconds as their ``mtime``."""
     global _last_write_ms
     with _write_times:
         _last_write_ms = max(now_ms(), _last_write_ms + 1)
