@@ -223,10 +223,12 @@ def test_sessions_written_one_after_another_list_in_that_order(
     """The SDK sorts sessions by ``mtime``, merging ``list_sessions``' with the summaries'
     (its own test ``test_mixed_sessions_gap_filled`` failed on a tie): appends within one
     millisecond still stamp strictly later times, and a session's summary ``mtime`` is its
-    listed ``mtime``. The clock is held still to make every append fall in one millisecond."""
+    listed ``mtime``. The store's clock is held still to make every append fall in one
+    millisecond; a minute ahead, so each session's header (stamped by the real clock when it
+    is made) stays older than its entries, as it is when no clock is held."""
     from sessiontree.adapters import claude_agent_sdk as adapter
 
-    frozen = adapter.now_ms()
+    frozen = adapter.now_ms() + 60_000
     monkeypatch.setattr(adapter, "now_ms", lambda: frozen)
 
     async def main() -> tuple[list[Any], list[Any]]:

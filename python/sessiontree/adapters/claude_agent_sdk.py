@@ -42,7 +42,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
-from .._util import check_text, iso_to_ms, ms_to_iso, now_ms, uuid7
+from .._util import check_text, iso_to_ms, ms_to_iso, now_iso, now_ms, uuid7
 from ..errors import SessionError
 from ..model.entries import CustomEntry, SessionTreeEntry
 from ._common import (
@@ -223,7 +223,9 @@ def _plan_entries(
     def new_id() -> str:
         return uuid7() if storage is None else storage.create_entry_id()
 
-    stamp = _write_time()
+    # A plan only checked (no storage) takes no write time: the next real append's stays
+    # one millisecond on at most.
+    stamp = now_iso() if storage is None else _write_time()
     last = None if storage is None else storage.get_leaf_id()
     if last is not None:
         leaf = known(last)
