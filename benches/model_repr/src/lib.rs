@@ -35,7 +35,6 @@ struct Filler {
 
 impl Filler {
     fn new(cls: &Bound<'_, PyType>, names: &[&str]) -> PyResult<Self> {
-        let py = cls.py();
         // SAFETY: reading the type's own slots.
         let alloc = unsafe { ffi::PyType_GetSlot(cls.as_type_ptr(), ffi::Py_tp_alloc) };
         let mut setters = Vec::new();
@@ -47,7 +46,6 @@ impl Filler {
                 std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set)
             }));
         }
-        let _ = py;
         Ok(Filler {
             cls: cls.clone().unbind(),
             alloc: unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) },
