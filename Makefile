@@ -104,6 +104,18 @@ format: ## Format Rust and Python sources
 	$(BIN)/ruff format python tests benches examples
 	$(BIN)/ruff check --fix python tests benches examples
 
+# macOS and Windows: the engine (with its tests) and the binding compiled and linted for
+# their targets, nothing linked or run. It catches an OS call outside the portable path of
+# rust/engine/sys.rs, which the Linux build cannot see.
+OTHER_TARGETS := x86_64-pc-windows-msvc aarch64-apple-darwin x86_64-apple-darwin
+.PHONY: check-targets
+check-targets: ## cargo clippy -D warnings for Windows and macOS targets (no linking)
+	rustup target add $(OTHER_TARGETS)
+	for t in $(OTHER_TARGETS); do \
+		cargo clippy --target $$t --all-targets --features test-hooks --quiet -- -D warnings && \
+		cargo clippy --target $$t --lib --features python --quiet -- -D warnings || exit 1; \
+	done
+
 # The wheel users install: abi3 (one wheel for every CPython >= 3.10), tagged manylinux2014
 # through zig as the linker (`ziglang` from PyPI: no container needed), plus the sdist;
 # then checked. Built without the test hooks (pyproject's features: `python` alone).
