@@ -26,13 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import marshal
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,32 +36,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import test_bench_adapters_speed as speed  # noqa: E402
+from timing import best_median  # noqa: E402
 
 import sessiontree as st  # noqa: E402
 from sessiontree import _core  # noqa: E402
-
-
-def _timed(
-    fn: Callable[[], Any],
-    rounds: int,
-    before: Callable[[], None] | None = None,
-    collector: bool = False,
-) -> str:
-    """Best / median of ``rounds`` calls; the collector off during each unless
-    ``collector`` (the first reads run as the benchmark and users run them)."""
-    times = []
-    for _ in range(rounds):
-        if before is not None:
-            before()
-        gc.collect()
-        if not collector:
-            gc.disable()
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-        gc.enable()
-        del out
-    return f"{min(times) * 1e3:7.2f} / {statistics.median(times) * 1e3:7.2f} ms"
 
 
 def main() -> None:
@@ -100,13 +74,13 @@ def main() -> None:
         rows.append(
             (
                 "first read (sessiontree)",
-                _timed(lambda: loop.run_until_complete(ours()), args.rounds, forget, True),
+                best_median(lambda: loop.run_until_complete(ours()), args.rounds, forget, True),
             )
         )
         rows.append(
             (
                 "first read (SQLiteSession)",
-                _timed(lambda: loop.run_until_complete(sqlite()), args.rounds, None, True),
+                best_median(lambda: loop.run_until_complete(sqlite()), args.rounds, None, True),
             )
         )
         forget()
@@ -121,7 +95,7 @@ def main() -> None:
             rows.append(
                 (
                     "reader + view",
-                    _timed(
+                    best_median(
                         lambda: _core.openai_read_known(
                             engine, idxs, kind, key, {}, {}, ([], [], [], [])
                         ),
@@ -132,17 +106,21 @@ def main() -> None:
             rows.append(
                 (
                     "reader, no view",
-                    _timed(
+                    best_median(
                         lambda: _core.openai_read_known(engine, idxs, kind, key, {}, {}),
                         args.rounds,
                     ),
                 )
             )
-            rows.append(("lines (bytes)", _timed(lambda: list(engine.lines(idxs)), args.rounds)))
+            rows.append(
+                ("lines (bytes)", best_median(lambda: list(engine.lines(idxs)), args.rounds))
+            )
             rows.append(
                 (
                     "reader on lines in memory",
-                    _timed(lambda: _core.openai_items_of_lines(lines, kind, key, {}), args.rounds),
+                    best_median(
+                        lambda: _core.openai_items_of_lines(lines, kind, key, {}), args.rounds
+                    ),
                 )
             )
             pairs = _core.openai_items_of_lines(lines, kind, key, {})
@@ -154,7 +132,7 @@ def main() -> None:
                 rows.append(
                     (
                         f"marshal.loads, {name} ({len(blob) / size:.2f}x the lines)",
-                        _timed(lambda b=blob: marshal.loads(b), args.rounds),
+                        best_median(lambda b=blob: marshal.loads(b), args.rounds),
                     )
                 )
             try:
@@ -167,14 +145,14 @@ def main() -> None:
                     rows.append(
                         (
                             f"msgpack.unpackb, {name} ({len(blob) / size:.2f}x the lines)",
-                            _timed(lambda b=blob: msgpack.unpackb(b), args.rounds),
+                            best_median(lambda b=blob: msgpack.unpackb(b), args.rounds),
                         )
                     )
         finally:
             session.close()
     print(f"{args.n:,} items, {size / 1e6:.1f} MB of lines; best / median of {args.rounds}")
     for name, figure in rows:
-        print(f"  {name:<48} {figure}")
+        print(f"  {name:<48} {figure:>22}")
 
 
 if __name__ == "__main__":

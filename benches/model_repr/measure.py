@@ -22,33 +22,21 @@ import dataclasses
 import gc
 import pickle
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "target" / "model_repr"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import model_repr
+from timing import best_median
 
 from sessiontree.model.messages import AssistantMessage, TextContent, Usage
 
 N = 24_553
 USAGE = Usage()
-
-
-def best(f: Callable[[], Any], rounds: int = 9) -> str:
-    times = []
-    for _ in range(rounds):
-        gc.disable()
-        start = time.perf_counter()
-        result = f()
-        times.append(time.perf_counter() - start)
-        gc.enable()
-        del result
-    times.sort()
-    return f"{times[0] * 1e3:.2f} / {times[rounds // 2] * 1e3:.2f} ms"
 
 
 def dataclasses_built() -> list[Any]:
@@ -80,9 +68,11 @@ def answers(name: str, op: Callable[[], Any]) -> str:
 def report(kind: str, build: Callable[[], list[Any]]) -> None:
     values, again = build(), build()
     print(f"-- {kind}")
-    print("build   ", best(build))
-    print("read    ", best(reads(values)))
-    print("==      ", best(lambda: sum(x == y for x, y in zip(values, again, strict=True))))
+    print("build   ", best_median(build, 9))
+    print("read    ", best_median(reads(values), 9))
+    print(
+        "==      ", best_median(lambda: sum(x == y for x, y in zip(values, again, strict=True)), 9)
+    )
     print("  equal builds compare equal:", values[7] == again[7])
     first = values[0]
     print(answers("  hash", lambda: hash(first)))
@@ -106,7 +96,7 @@ def main() -> None:
     values = dataclasses_built()
     print(
         "pickle round trip of the dataclass messages",
-        best(lambda: pickle.loads(pickle.dumps(values)), 3),
+        best_median(lambda: pickle.loads(pickle.dumps(values)), 3),
     )
 
 
