@@ -3,9 +3,9 @@
 //!
 //! The JSONL file stays the only source of truth. The index records how many bytes of the
 //! file it covers and a check of that prefix (the header line, the last 64 KiB before the
-//! covered end and 16 samples spread over the prefix, hashed with XXH3), and ends with a
-//! hash of its own bytes. On open, an index whose hashes, header or covered length do not
-//! match is ignored and rebuilt; only lines after the covered length are scanned. It is
+//! covered end and 16 samples spread over the prefix, hashed with XXH3), the size limits
+//! its lines were read under, and ends with a hash of its own bytes. On open, an index
+//! whose hashes, header, limits or covered length do not match is ignored and rebuilt; only lines after the covered length are scanned. It is
 //! written to a temporary file and renamed into place, so a crash leaves the old index,
 //! the new one, or none — and a damaged one is never trusted.
 
@@ -18,13 +18,13 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::engine::arena::Arena;
 use crate::engine::index_codec::Cursor;
-use crate::engine::jsonl::{open_regular, IssueKind, LoadIssue, LoadReport, ISSUE_KINDS};
+use crate::engine::jsonl::{open_regular, IssueKind, Limits, LoadIssue, LoadReport, ISSUE_KINDS};
 use crate::engine::sys::{self, create_private, FileAt};
 
 // Bumped whenever the schema rules change (an index records which lines were accepted),
 // what the arena keeps of them does, or the layout does (4: the report's counts by kind,
-// and each entry's usage; 5: both together).
-const MAGIC: &[u8; 8] = b"STIDX\0\0\x05";
+// and each entry's usage; 5: both together; 6: the limits the lines were read under).
+const MAGIC: &[u8; 8] = b"STIDX\0\0\x06";
 const SAMPLES: u64 = 16;
 const SAMPLE: u64 = 4096;
 const TAIL: u64 = 64 << 10;
@@ -94,10 +94,23 @@ fn issue_code(k: IssueKind) -> u8 {
     }
 }
 
-/// Serialises an index of `arena` covering `covered` bytes of `file`.
+/// The limits as the index records them: which lines were accepted depends on them, so an
+/// index is only used under the limits it was read under.
+fn limits_bytes(limits: &Limits) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    let values = [limits.max_line_bytes, limits.max_depth, limits.max_id_bytes];
+    for (slot, v) in out.chunks_exact_mut(8).zip(values) {
+        slot.copy_from_slice(&(v as u64).to_le_bytes());
+    }
+    out
+}
+
+/// Serialises an index of `arena` covering `covered` bytes of `file`, whose lines were read
+/// under `limits`.
 pub fn encode(
     file: &File,
     header: &[u8],
+    limits: &Limits,
     arena: &Arena,
     covered: u64,
     next_line_no: u64,
@@ -106,6 +119,7 @@ pub fn encode(
     let mut out = Vec::with_capacity(64 + arena.len() * 48);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&xxh3_64(header).to_le_bytes());
+    out.extend_from_slice(&limits_bytes(limits));
     out.extend_from_slice(&covered.to_le_bytes());
     out.extend_from_slice(&prefix_check(file, header, covered)?.to_le_bytes());
     out.extend_from_slice(&next_line_no.to_le_bytes());
@@ -210,8 +224,15 @@ pub enum Rejected {
     Invalid,
 }
 
-/// Loads and checks the index of `path` against `file` (whose first line is `header`).
-pub fn load(path: &Path, file: &File, header: &[u8], file_len: u64) -> Result<Loaded, Rejected> {
+/// Loads and checks the index of `path` against `file` (whose first line is `header`), to
+/// be read under `limits`.
+pub fn load(
+    path: &Path,
+    file: &File,
+    header: &[u8],
+    limits: &Limits,
+    file_len: u64,
+) -> Result<Loaded, Rejected> {
     // A FIFO, device or symlink planted at the name is never waited on or followed: it is
     // ignored like a damaged index, and replaced when the index is written again.
     let index_file = match open_regular(&index_path(path), false) {
@@ -227,10 +248,16 @@ pub fn load(path: &Path, file: &File, header: &[u8], file_len: u64) -> Result<Lo
         Ok(m) => m,
         Err(_) => return Err(Rejected::Invalid),
     };
-    decode(&map, file, header, file_len).ok_or(Rejected::Invalid)
+    decode(&map, file, header, limits, file_len).ok_or(Rejected::Invalid)
 }
 
-fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loaded> {
+fn decode(
+    bytes: &[u8],
+    file: &File,
+    header: &[u8],
+    limits: &Limits,
+    file_len: u64,
+) -> Option<Loaded> {
     let body_len = bytes.len().checked_sub(8)?;
     let (body, sum) = bytes.split_at(body_len);
     if xxh3_64(body).to_le_bytes() != sum {
@@ -238,6 +265,9 @@ fn decode(bytes: &[u8], file: &File, header: &[u8], file_len: u64) -> Option<Loa
     }
     let mut c = Cursor::new(body);
     if c.bytes(MAGIC.len())? != MAGIC || c.u64()? != xxh3_64(header) {
+        return None;
+    }
+    if c.bytes(24)? != limits_bytes(limits) {
         return None;
     }
     let covered = c.u64()?;

@@ -309,7 +309,7 @@ impl Store {
         let mut start = header_len;
         let mut had_index = false;
         if opts.index_min_bytes.is_some() {
-            match index::load(path, &file, &store.header, meta.len()) {
+            match index::load(path, &file, &store.header, &store.limits, meta.len()) {
                 Ok(loaded) => {
                     if opts.strict {
                         if let Some(first) = loaded.issues.first() {
@@ -392,6 +392,7 @@ impl Store {
         let bytes = index::encode(
             &b.file,
             &self.header,
+            &self.limits,
             &self.arena,
             b.written_len,
             self.next_line_no,

@@ -142,3 +142,41 @@ fn writer_close_writes_the_index() {
     assert_eq!(r.index_status(), IndexStatus::Loaded);
     assert_eq!(r.arena().len(), 1);
 }
+
+#[test]
+fn an_index_is_only_used_under_its_limits() {
+    use crate::engine::jsonl::Limits;
+    use crate::engine::store::IndexStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    chain_file(&path, 20, false);
+    let open = |max_line_bytes: usize| {
+        Store::open(
+            &path,
+            OpenOptions {
+                readonly: true,
+                limits: Limits {
+                    max_line_bytes,
+                    ..Limits::default()
+                },
+                index_min_bytes: Some(0),
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    // Every entry line is longer than the header: skipped under a limit of the header's
+    // length, and indexed so.
+    assert!(user("e10", Some("e9")).len() > HEADER.len());
+    let small = open(HEADER.len());
+    assert_eq!(small.index_status(), IndexStatus::Created);
+    assert_eq!(small.arena().len(), 0);
+    drop(small);
+    let default = open(Limits::default().max_line_bytes);
+    assert_eq!(default.index_status(), IndexStatus::Rebuilt);
+    assert_eq!(default.arena().len(), 20);
+    drop(default);
+    let again = open(Limits::default().max_line_bytes);
+    assert_eq!(again.index_status(), IndexStatus::Loaded);
+    assert_eq!(again.arena().len(), 20);
+}
