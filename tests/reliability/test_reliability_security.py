@@ -193,7 +193,7 @@ def test_side_file_name_collision_picks_another_name(tmp_path: Path) -> None:
 
 
 def test_read_only_open_creates_and_changes_nothing(tmp_path: Path) -> None:
-    """Below the index threshold (8 MiB) a reader leaves no trace; above it, it may write
+    """Below the index threshold (128 KiB) a reader leaves no trace; above it, it may write
     the derived ``<file>.idx`` (best effort), never the session file."""
     path = tmp_path / "s.jsonl"
     make_session(path)

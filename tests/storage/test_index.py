@@ -1,6 +1,6 @@
 """The persisted index (``<file>.idx``): used when valid, ignored and rebuilt otherwise.
 
-``index=0`` makes every file big enough to be indexed; the default threshold is 8 MiB.
+``index=0`` makes every file big enough to be indexed; the default threshold is 128 KiB.
 """
 
 from __future__ import annotations
@@ -128,12 +128,48 @@ def test_small_files_and_disabled_indexes_write_nothing(tmp_path: pathlib.Path) 
     path = tmp_path / "s.jsonl"
     with st.Session(st.JsonlSessionStorage.create(path, durability="flush")) as s:
         s.append_message(st.UserMessage("hi"))
-    assert not pathlib.Path(f"{path}.idx").exists()  # below the 8 MiB default
+    assert not pathlib.Path(f"{path}.idx").exists()  # below the 128 KiB default
     with st.JsonlSessionStorage.open(path, readonly=True, index=False) as r:
         assert r.index_status == "unused"
     with pytest.raises(st.SessionError) as exc:
         st.JsonlSessionStorage.open(path, index=-1)  # type: ignore[arg-type]
     assert exc.value.code == "invalid_argument"
+
+
+def test_a_session_past_128_kib_reopens_from_its_index(tmp_path: pathlib.Path) -> None:
+    """The default threshold: a session of a few dozen tool results (160 KB) is indexed
+    when its writer closes, and a reopen loads the index instead of scanning the file."""
+    path = tmp_path / "s.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path, durability="none")) as s:
+        for i in range(40):
+            s.append_message(st.UserMessage("x" * 4000, timestamp=i))
+    assert path.stat().st_size > 128 << 10
+    assert pathlib.Path(f"{path}.idx").exists()
+    with st.JsonlSessionStorage.open(path, readonly=True) as r:
+        assert r.index_status == "loaded"
+        assert len(r) == 40
+
+
+def test_an_index_is_only_used_under_the_limits_it_was_read_under(
+    tmp_path: pathlib.Path,
+) -> None:
+    """An open with a small line limit skips a long entry and indexes the file so; a later
+    open with the default limits must not take that index's word and lose the entry."""
+    path = tmp_path / "s.jsonl"
+    with st.Session(st.JsonlSessionStorage.create(path, durability="flush", index=0)) as s:
+        first = s.append_message(st.UserMessage("short", timestamp=0))
+        long = s.append_message(st.UserMessage("x" * 5000, timestamp=1))
+    small = st.Limits(max_line_bytes=1000)
+    with st.JsonlSessionStorage.open(path, readonly=True, index=0, limits=small) as r:
+        assert [e.id for e in r.get_entries()] == [first]
+        assert [i.kind for i in r.load_report.issues] == ["too_large"]
+    with open_ro(path) as r:
+        assert r.index_status == "rebuilt"
+        assert [e.id for e in r.get_entries()] == [first, long]
+        assert not r.load_report.issues
+    with open_ro(path) as r:
+        assert r.index_status == "loaded"
+        assert [e.id for e in r.get_entries()] == [first, long]
 
 
 def test_repo_delete_removes_the_index(tmp_path: pathlib.Path) -> None:

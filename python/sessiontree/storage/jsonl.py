@@ -98,7 +98,7 @@ class JsonlSessionStorage(_EngineStorage):
             strict: raise ``corrupt`` on any problem instead of skipping and reporting it.
             durability: ``none``, ``flush``, ``group`` or ``fsync`` (writers).
             limits: size limits.
-            index: use and keep a persisted index ``<file>.idx`` for files of 8 MiB or
+            index: use and keep a persisted index ``<file>.idx`` for files of 128 KiB or
                 more (an int sets that threshold in bytes; ``False`` never reads or writes
                 one). The index only saves the reopen scan: it is checked against the
                 file and rebuilt when stale, torn or foreign, and the JSONL file stays the
