@@ -5,9 +5,10 @@
 //! file it covers and a check of that prefix (the header line, the last 64 KiB before the
 //! covered end and 16 samples spread over the prefix, hashed with XXH3), the size limits
 //! its lines were read under, and ends with a hash of its own bytes. On open, an index
-//! whose hashes, header, limits or covered length do not match is ignored and rebuilt; only lines after the covered length are scanned. It is
-//! written to a temporary file and renamed into place, so a crash leaves the old index,
-//! the new one, or none — and a damaged one is never trusted.
+//! whose hashes, header, limits or covered length do not match is ignored and rebuilt;
+//! only lines after the covered length are scanned. It is written to a temporary file and
+//! renamed into place, so a crash leaves the old index, the new one, or none — and a
+//! damaged one is never trusted.
 
 use std::fs::File;
 use std::io::Write;
