@@ -431,13 +431,13 @@ impl Store {
     }
 }
 
-/// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
-/// for an id the line spells with escapes, the line parses to that id.
 /// The most bytes [`Store::for_each_line`] reads at once.
 const RUN_BYTES: u64 = 1 << 20;
 /// The largest gap between two lines that [`Store::for_each_line`] reads through.
 const RUN_GAP: u64 = 16 << 10;
 
+/// True when `line` names entry `id`: its quoted id appears in it (the fast check), or,
+/// for an id the line spells with escapes, the line parses to that id.
 fn line_has_id(line: &[u8], id: &str) -> bool {
     let mut quoted = Vec::with_capacity(id.len() + 2);
     quoted.push(b'"');
