@@ -60,20 +60,20 @@ def main() -> None:
         finally:
             session.close()
     want = [json.loads(line) for line in lines]
-    share = parallel_parse.direct_subset(lines)
+    share = parallel_parse.direct(lines, share=True)
     assert parallel_parse.direct(lines) == want
     assert parallel_parse.parallel(lines, 1) == want
     for workers in (1, 2):
         for helping in (False, True):
-            assert parallel_parse.parallel_subset(lines, workers, 128, helping) == share
+            assert parallel_parse.parallel(lines, workers, help=helping, share=True) == share
     whole, part = marshal.dumps(want), marshal.dumps(share)
     del want, share
     gc.collect()
     rows = [
         ("whole lines: one pass", lambda: parallel_parse.direct(lines)),
-        ("whole lines: tapes, 1 worker", lambda: parallel_parse.parallel(lines, 1, 128)),
+        ("whole lines: tapes, 1 worker", lambda: parallel_parse.parallel(lines, 1)),
         ("whole lines: marshal", lambda: marshal.loads(whole)),
-        ("adapter's share: one pass", lambda: parallel_parse.direct_subset(lines)),
+        ("adapter's share: one pass", lambda: parallel_parse.direct(lines, share=True)),
         ("adapter's share: marshal", lambda: marshal.loads(part)),
     ]
     for workers in (1, 2):
@@ -82,7 +82,9 @@ def main() -> None:
                 (
                     f"adapter's share: {workers} worker{'s' if workers > 1 else ''}"
                     + (", helping" if helping else ""),
-                    lambda w=workers, h=helping: parallel_parse.parallel_subset(lines, w, 128, h),
+                    lambda w=workers, h=helping: parallel_parse.parallel(
+                        lines, w, help=h, share=True
+                    ),
                 )
             )
     rows.append(("tapes alone, 1 thread", lambda: parallel_parse.tapes_only(lines)))

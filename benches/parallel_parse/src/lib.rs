@@ -75,20 +75,6 @@ impl<'de, 'py> Visitor<'de> for Direct<'py> {
     }
 }
 
-/// Each line parsed and built in one pass, on this thread.
-#[pyfunction]
-fn direct<'py>(py: Python<'py>, lines: Vec<Bound<'py, PyBytes>>) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for line in &lines {
-        let mut de = serde_json::Deserializer::from_slice(line.as_bytes());
-        let value = Direct(py)
-            .deserialize(&mut de)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        out.append(value)?;
-    }
-    Ok(out)
-}
-
 // ---- two passes: text to tape (any thread), tape to objects (the GIL's) ---------------
 
 /// A token of a tape: containers carry their length, strings their place in the text.
@@ -298,27 +284,6 @@ fn in_parallel(
     })
 }
 
-/// The lines parsed into tapes on `workers` threads, built into objects on this one.
-#[pyfunction]
-#[pyo3(signature = (lines, workers, chunk=256, help=false))]
-fn parallel<'py>(
-    py: Python<'py>,
-    lines: Vec<Bound<'py, PyBytes>>,
-    workers: usize,
-    chunk: usize,
-    help: bool,
-) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    in_parallel(&lines, workers, chunk, help, |tape| {
-        let mut at = 0;
-        while at < tape.toks.len() {
-            out.append(build(py, tape, &mut at)?)?;
-        }
-        Ok(())
-    })?;
-    Ok(out)
-}
-
 /// The tapes alone, `chunk` lines at a time in one tape's memory, on this thread (the
 /// workers' share of `parallel`): the number of tokens.
 #[pyfunction]
@@ -338,6 +303,9 @@ fn tapes_only(py: Python<'_>, lines: Vec<Bound<'_, PyBytes>>, chunk: usize) -> P
 
 // ---- the adapter's share of a line: its `message`'s `content` and `openai_agents` -----
 
+/// The depth from which a line is built whole.
+const WHOLE: usize = 2;
+
 /// Keys of a line's objects the adapter builds; everything else is stepped over.
 fn wanted(depth: usize, key: &str) -> bool {
     match depth {
@@ -347,13 +315,15 @@ fn wanted(depth: usize, key: &str) -> bool {
     }
 }
 
+/// Builds the value at a depth of a line: below [`WHOLE`] the [`wanted`] keys of an
+/// object, from [`WHOLE`] on everything (as [`Direct`]).
 #[derive(Clone, Copy)]
 struct Subset<'py>(Python<'py>, usize);
 
 impl<'de, 'py> DeserializeSeed<'de> for Subset<'py> {
     type Value = Bound<'py, PyAny>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        if self.1 >= 2 {
+        if self.1 >= WHOLE {
             Direct(self.0).deserialize(d)
         } else {
             d.deserialize_any(self)
@@ -387,16 +357,28 @@ impl<'de, 'py> Visitor<'de> for Subset<'py> {
     }
 }
 
-/// The adapter's share of each line, in one pass.
+/// The depth [`Subset`] and [`build_subset`] start at: 0 builds the adapter's share of a
+/// line, [`WHOLE`] all of it.
+fn depth(share: bool) -> usize {
+    if share {
+        0
+    } else {
+        WHOLE
+    }
+}
+
+/// Each line (or its adapter's share) parsed and built in one pass, on this thread.
 #[pyfunction]
-fn direct_subset<'py>(
+#[pyo3(signature = (lines, share=false))]
+fn direct<'py>(
     py: Python<'py>,
     lines: Vec<Bound<'py, PyBytes>>,
+    share: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     for line in &lines {
         let mut de = serde_json::Deserializer::from_slice(line.as_bytes());
-        let value = Subset(py, 0)
+        let value = Subset(py, depth(share))
             .deserialize(&mut de)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         out.append(value)?;
@@ -424,7 +406,7 @@ fn build_subset<'py>(
     at: &mut usize,
     depth: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if depth >= 2 {
+    if depth >= WHOLE {
         return build(py, tape, at);
     }
     match tape.toks[*at] {
@@ -450,21 +432,23 @@ fn build_subset<'py>(
     }
 }
 
-/// The adapter's share of each line from tapes made on `workers` threads.
+/// Each line (or its adapter's share) from tapes made on `workers` threads, built into
+/// objects on this one.
 #[pyfunction]
-#[pyo3(signature = (lines, workers, chunk=256, help=false))]
-fn parallel_subset<'py>(
+#[pyo3(signature = (lines, workers, chunk=128, help=false, share=false))]
+fn parallel<'py>(
     py: Python<'py>,
     lines: Vec<Bound<'py, PyBytes>>,
     workers: usize,
     chunk: usize,
     help: bool,
+    share: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
     in_parallel(&lines, workers, chunk, help, |tape| {
         let mut at = 0;
         while at < tape.toks.len() {
-            out.append(build_subset(py, tape, &mut at, 0)?)?;
+            out.append(build_subset(py, tape, &mut at, depth(share))?)?;
         }
         Ok(())
     })?;
@@ -476,7 +460,5 @@ fn parallel_parse(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(direct, m)?)?;
     m.add_function(wrap_pyfunction!(parallel, m)?)?;
     m.add_function(wrap_pyfunction!(tapes_only, m)?)?;
-    m.add_function(wrap_pyfunction!(direct_subset, m)?)?;
-    m.add_function(wrap_pyfunction!(parallel_subset, m)?)?;
     Ok(())
 }
