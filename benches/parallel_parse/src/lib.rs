@@ -7,7 +7,7 @@
 //! lists, str, int, float, bool, None; keys interned), and the share of each line the
 //! OpenAI adapter's reader builds, both in one pass from the text (as the project's readers
 //! do) and through tapes on `workers` threads, so that the two can be timed on the same
-//! lines. Driven by `measure.py`; figures in `benches/RESULTS-adapters.md`.
+//! lines. Driven by `measure_parse.py`; figures in `benches/RESULTS-adapters.md`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +17,29 @@ use std::sync::mpsc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// An object's key, borrowed from the text when it has no escapes (serde's own `Cow<str>`
+/// always copies).
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
 
 // ---- one pass: text to objects -------------------------------------------------------
 
@@ -66,7 +89,7 @@ impl<'de, 'py> Visitor<'de> for Direct<'py> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let dict = PyDict::new(self.0);
-        while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let value = map.next_value_seed(self)?;
             dict.set_item(PyString::intern(self.0, &key), value)
                 .map_err(py_err)?;
@@ -157,7 +180,7 @@ impl<'de> Visitor<'de> for ToTape<'_> {
         let at = self.0.toks.len();
         self.0.toks.push(Tok::Dict(0));
         let mut n = 0;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let tok = self.0.push_str(&key);
             self.0.toks.push(tok);
             map.next_value_seed(ToTape(self.0))?;
@@ -344,7 +367,7 @@ impl<'de, 'py> Visitor<'de> for Subset<'py> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let dict = PyDict::new(self.0);
-        while let Some(key) = map.next_key::<std::borrow::Cow<'_, str>>()? {
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             if wanted(self.1, &key) {
                 let value = map.next_value_seed(Subset(self.0, self.1 + 1))?;
                 dict.set_item(PyString::intern(self.0, &key), value)

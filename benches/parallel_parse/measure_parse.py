@@ -6,7 +6,7 @@ Build the scratch extension, then run this with the project's interpreter::
         --target-dir target/parallel_parse
     cp target/parallel_parse/release/libparallel_parse.so \\
         target/parallel_parse/parallel_parse.abi3.so
-    .venv/bin/python benches/parallel_parse/measure.py [--n 10000]
+    .venv/bin/python benches/parallel_parse/measure_parse.py [--n 10000]
 
 On the lines of the adapter benchmark's session (``test_bench_adapters_speed``: 1-8 KB
 tool results, an escape every ~12 bytes), best / median of 9 with the collector paused:
