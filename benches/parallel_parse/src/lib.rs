@@ -19,7 +19,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// An object's key, borrowed from the text when it has no escapes (serde's own `Cow<str>`
-/// always copies).
+/// always copies): the engine's `types::Key`, which this standalone crate cannot reach.
 struct Key<'de>(std::borrow::Cow<'de, str>);
 
 impl<'de> serde::Deserialize<'de> for Key<'de> {
